@@ -1,0 +1,186 @@
+"""Env throughput: steps/s, clone() cost and level-generation time per env and preset,
+and our Sokoban generator side by side with gym-sokoban's ``room_utils.generate_room``.
+
+    python -m benchmarks.env_throughput            # full run (~1-2 min on 2 cores)
+    python -m benchmarks.env_throughput --quick    # smoke run
+
+Steps are driven by a random-legal-move policy (a random entry of ``info["legal_moves"]``
+inside answer tags), so the figures measure the env (parse, rules, rewards, prompts), not a
+solver or a model. Each ``step`` is counted together with the ``last()`` that builds the
+observation the next agent reads.
+
+gym-sokoban is loaded as that one module file (it needs only numpy): downloaded once from
+its PyPI sdist into ``$TEAMGYM_CACHE`` (default ``~/.cache/teamgym``), or given with
+``--room-utils PATH``. Note what each side does: gym-sokoban builds a room by reverse
+play with a depth-first search that maximises box displacement; ours builds a room by
+seeded reverse play and then runs an exact solver for the optimal solution length (used
+for the optimality reward), and retries until the level lands in its split.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import random
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from pathlib import Path
+from types import ModuleType
+
+import numpy as np
+
+import envs
+
+GYM_SOKOBAN = "gym-sokoban==0.0.6"
+BUILTIN = ("sokoban-v0", "plan_path-v0", "sudoku-v0")
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get("TEAMGYM_CACHE", Path.home() / ".cache" / "teamgym"))
+
+
+def random_legal_policy(rng: np.random.Generator):
+    def act(env, agent):
+        legal = env.infos[agent]["legal_moves"]
+        return f"<answer>{legal[int(rng.integers(len(legal)))]}</answer>" if legal else "<answer>?</answer>"
+
+    return act
+
+
+def measure_steps(env_id: str, difficulty: str, seconds: float) -> tuple[float, int]:
+    """Env steps per second (step + last) over whole episodes for ~``seconds``."""
+    env = envs.make(env_id, difficulty=difficulty)
+    act = random_legal_policy(np.random.default_rng(0))
+    steps, elapsed, seed = 0, 0.0, 0
+    while elapsed < seconds:
+        env.reset(seed=seed)
+        seed += 1
+        start = time.perf_counter()
+        while env.agents:
+            agent = env.agent_selection
+            _, _, terminated, truncated, _ = env.last()
+            env.step(None if (terminated or truncated) else act(env, agent))
+            steps += 1
+        elapsed += time.perf_counter() - start
+    return steps / elapsed, steps
+
+
+def measure_clone(env_id: str, difficulty: str, repeats: int) -> float:
+    """Mean seconds per ``clone()`` one step into an episode."""
+    env = envs.make(env_id, difficulty=difficulty)
+    env.reset(seed=0)
+    env.step(random_legal_policy(np.random.default_rng(0))(env, env.agent_selection))
+    start = time.perf_counter()
+    for _ in range(repeats):
+        env.clone()
+    return (time.perf_counter() - start) / repeats
+
+
+def measure_generation(env_id: str, difficulty: str, levels: int) -> tuple[float, float]:
+    """(mean s per raw ``_generate_level``, mean s per ``reset`` incl. split filtering)."""
+    env = envs.make(env_id, difficulty=difficulty)
+    start = time.perf_counter()
+    for seed in range(levels):
+        env._generate_level(np.random.default_rng(seed))
+    raw = (time.perf_counter() - start) / levels
+    start = time.perf_counter()
+    for seed in range(levels):
+        env.reset(seed=seed)
+    return raw, (time.perf_counter() - start) / levels
+
+
+def load_room_utils(path: Path | None) -> ModuleType:
+    """gym-sokoban's room_utils.py, alone (downloaded from the sdist and cached once)."""
+    if path is None:
+        path = cache_dir() / "gym_sokoban_0.0.6_room_utils.py"
+        if not path.exists():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with tempfile.TemporaryDirectory() as tmp:
+                subprocess.run(
+                    [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps",
+                     "--no-binary", ":all:", GYM_SOKOBAN, "-d", tmp],
+                    check=True,
+                )  # fmt: skip
+                sdist = next(Path(tmp).glob("gym_sokoban-*.tar.gz"))
+                with tarfile.open(sdist) as tar:
+                    member = next(m for m in tar.getmembers() if m.name.endswith("envs/room_utils.py"))
+                    data = tar.extractfile(member).read()
+            partial = path.with_suffix(".tmp")
+            partial.write_bytes(data)
+            partial.replace(path)  # atomic: never a half-written cache file
+    spec = importlib.util.spec_from_file_location("gym_sokoban_room_utils", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def compare_sokoban_generators(room_utils: ModuleType, levels: int) -> list[tuple]:
+    """Per preset: (preset, dims, boxes, ours s/level, theirs s/level, their failures)."""
+    from envs.planning.sokoban.levels import PRESETS, generate_level
+
+    rows = []
+    for name, params in PRESETS.items():
+        start = time.perf_counter()
+        for seed in range(levels):
+            generate_level(params, np.random.default_rng(seed))
+        ours = (time.perf_counter() - start) / levels
+        random.seed(0)
+        np.random.seed(0)  # gym-sokoban draws from the global RNGs
+        failures = 0
+        start = time.perf_counter()
+        for _ in range(levels):
+            try:
+                room_utils.generate_room(dim=(params.height, params.width), num_boxes=params.num_boxes)
+            except (RuntimeError, RuntimeWarning, ValueError, RecursionError):
+                failures += 1  # it raises when reverse play finds no room with a good score
+        theirs = (time.perf_counter() - start) / levels
+        rows.append((name, f"{params.height}x{params.width}", params.num_boxes, ours, theirs, failures))
+    return rows
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="tiny counts: a smoke run")
+    parser.add_argument("--levels", type=int, default=20, help="levels per preset for generation timing")
+    parser.add_argument("--seconds", type=float, default=2.0, help="stepping time per env and preset")
+    parser.add_argument("--room-utils", type=Path, default=None, help="path to gym-sokoban's room_utils.py")
+    parser.add_argument("--no-gym-sokoban", action="store_true", help="skip the generator comparison")
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.levels, args.seconds = 3, 0.2
+
+    print(f"teamgym env throughput (levels={args.levels} per preset, {args.seconds}s stepping per preset)\n")
+    header = f"{'env':<14}{'preset':<8}{'steps/s':>10}{'clone us':>10}{'gen ms':>9}{'reset ms':>10}"
+    print(header)
+    print("-" * len(header))
+    for env_id in BUILTIN:
+        for difficulty in envs.make(env_id).PRESETS:
+            rate, _ = measure_steps(env_id, difficulty, args.seconds)
+            clone = measure_clone(env_id, difficulty, repeats=200 if not args.quick else 20)
+            raw, reset = measure_generation(env_id, difficulty, args.levels)
+            print(f"{env_id:<14}{difficulty:<8}{rate:>10.0f}{clone * 1e6:>10.1f}{raw * 1e3:>9.2f}{reset * 1e3:>10.2f}")
+
+    if args.no_gym_sokoban:
+        return
+    try:
+        room_utils = load_room_utils(args.room_utils)
+    except (OSError, subprocess.CalledProcessError, StopIteration) as err:
+        print(f"\ngym-sokoban comparison skipped: could not get room_utils.py ({err}). "
+              "Pass --room-utils PATH to a copy of gym_sokoban/envs/room_utils.py.")  # fmt: skip
+        return
+    print(f"\nSokoban level generation: teamgym vs {GYM_SOKOBAN} room_utils.generate_room")
+    header = f"{'preset':<8}{'room':>6}{'boxes':>6}{'teamgym ms':>12}{'gym-sokoban ms':>16}{'speed-up':>10}{'their fails':>12}"
+    print(header)
+    print("-" * len(header))
+    for name, dims, boxes, ours, theirs, failures in compare_sokoban_generators(room_utils, args.levels):
+        print(f"{name:<8}{dims:>6}{boxes:>6}{ours * 1e3:>12.2f}{theirs * 1e3:>16.2f}{theirs / ours:>9.2f}x{failures:>12}")
+    print("speed-up = gym-sokoban time / teamgym time (>1: teamgym is faster). teamgym's time "
+          "includes its exact solver run; gym-sokoban's does not solve the room.")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()

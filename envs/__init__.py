@@ -1,0 +1,32 @@
+"""teamgym environments: PettingZoo AEC text envs in which several LLM roles act in turn.
+
+>>> import envs
+>>> env = envs.make("sokoban", render_mode="ansi")   # latest version, multi-agent team
+>>> env.reset(seed=0)
+>>> print(env.render())
+
+Built-in envs are registered here with *string* entry points, so ``import envs`` imports
+only numpy, gymnasium, pettingzoo and networkx; each env module loads on ``make``.
+"""
+
+from envs.core import StepOutcome, TextAECEnv
+from envs.registration import EnvSpec, make, register, registered_ids, spec
+from envs.splits import TEST_SEED_START, split_of, split_seeds
+
+__all__ = [
+    "EnvSpec",
+    "StepOutcome",
+    "TEST_SEED_START",
+    "TextAECEnv",
+    "make",
+    "register",
+    "registered_ids",
+    "spec",
+    "split_of",
+    "split_seeds",
+]
+
+# Planning envs. Bump -vN whenever prompts, grammar, rules or rewards change.
+register("sokoban-v0", "envs.planning.sokoban.env:SokobanEnv", max_cycles=10)
+register("plan_path-v0", "envs.planning.plan_path.env:PlanPathEnv", max_cycles=10)
+register("sudoku-v0", "envs.planning.sudoku.env:SudokuEnv", max_cycles=6)

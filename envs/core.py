@@ -1,0 +1,356 @@
+"""``TextAECEnv``: the PettingZoo AEC base class of every teamgym environment.
+
+Several LLM *roles* act in turn on one shared task. Each agent (``<role>_0``) observes a
+text prompt and answers with free text; the env parses the text, applies it, and rewards
+the team. A subclass implements only the game: how to start a task, what each role sees,
+what a response does. This class owns everything the PettingZoo API and RL need:
+
+* spaces: observation ``Dict({"prompt": Text(printable)})``, action ``Text(printable)``,
+  built lazily per instance and per agent (never shared between envs);
+* seeding: ``reset(seed)`` picks the task (see ``envs.splits``: train and test seeds are
+  disjoint and an env refuses the other split's seeds); never the global RNGs;
+* rewards: ``reward(agent) = alpha * team + local`` (own local terms only for the acting
+  agent), every term named in ``info["reward_terms"]`` as ``team/<name>`` or
+  ``local/<name>``; cumulative rewards as PettingZoo expects;
+* invalid actions never raise: ``invalid_action="penalize"`` (``local/invalid`` =
+  ``-invalid_penalty``, turn consumed) or ``"terminate"`` (penalty, then the episode ends
+  for everyone: PettingZoo classic semantics). Non-string actions, empty, huge or
+  non-ASCII text are all just text to parse; text longer than ``max_action_chars`` is cut
+  to that length first;
+* truncation of every agent after ``max_cycles`` full cycles of the turn order;
+* ``render()`` (``"ansi"`` returns the text, ``"human"`` prints it; with no render_mode
+  it returns the text too, since text is always cheap to render);
+* ``clone()`` (independent mid-episode copy, for tree sampling) and ``state_key()``
+  (hashable game-state key, for GiGPO anchor groups).
+
+Info of every live agent after each step: ``legal_moves`` (list of move strings for
+that agent now), ``invalid_action`` (its last action was invalid), ``reward_terms``,
+``success``, ``task_seed``, ``split``, ``turn`` (completed cycles) and ``feedback`` (what
+the env said about that agent's last action).
+"""
+
+from __future__ import annotations
+
+import copy
+import string
+from collections.abc import Hashable
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import numpy as np
+from gymnasium import spaces
+from gymnasium.utils import seeding
+from pettingzoo import AECEnv
+
+from envs.splits import check_seed, split_range
+
+__all__ = ["TextAECEnv", "StepOutcome", "to_ascii", "role_of", "INVALID_ACTION_MODES"]
+
+PRINTABLE = string.printable
+_PRINTABLE_SET = frozenset(PRINTABLE)
+INVALID_ACTION_MODES = ("penalize", "terminate")
+
+
+def to_ascii(text: str, max_chars: int | None = None) -> str:
+    """Make text safe for an observation: printable ASCII only (others become ``?``).
+
+    Model output is adversarial; echoing it into another role's prompt must never put
+    characters outside the observation space's charset.
+    """
+    if max_chars is not None and len(text) > max_chars:
+        text = text[:max_chars] + "...[cut]"
+    if all(c in _PRINTABLE_SET for c in text):
+        return text
+    return "".join(c if c in _PRINTABLE_SET else "?" for c in text)
+
+
+def role_of(agent: str) -> str:
+    """``"planner_0"`` -> ``"planner"``."""
+    return agent.rsplit("_", 1)[0]
+
+
+@dataclass
+class StepOutcome:
+    """What a subclass reports about one agent's response.
+
+    Attributes:
+        team: Named team reward terms (shared by every agent, scaled by ``alpha``).
+        local: Named local reward terms of the acting agent (without the invalid penalty,
+            which the base class adds when ``invalid`` is set).
+        invalid: The response could not be parsed or broke a rule.
+        terminated: The task is over (solved, or failed for good).
+        success: The task was solved by this action.
+        feedback: One or two sentences for the actor's next prompt and ``info``.
+    """
+
+    team: dict[str, float] = field(default_factory=dict)
+    local: dict[str, float] = field(default_factory=dict)
+    invalid: bool = False
+    terminated: bool = False
+    success: bool = False
+    feedback: str = ""
+
+
+class TextAECEnv(AECEnv):
+    """Base class: turn-based text environment for a team of LLM roles.
+
+    Subclasses set ``metadata["name"]``, ``TEAMS`` (team variant -> roles in turn order)
+    and implement the ``_start_task``, ``_prompt``, ``_act``, ``_legal_moves``,
+    ``_state_key`` and ``_render_text`` hooks.
+
+    Args:
+        team: Team variant, a key of ``TEAMS`` (``"mas"``: the env's multi-role team;
+            ``"single"``: one role does everything, the single-agent baseline).
+        alpha: Weight of the team reward in every agent's reward.
+        max_cycles: Full cycles of the turn order before every agent is truncated.
+        invalid_action: ``"penalize"`` or ``"terminate"`` (see module docstring).
+        invalid_penalty: Size of the invalid-action penalty (a positive number).
+        split: ``"train"`` or ``"test"``: which task seeds this env accepts.
+        render_mode: ``None``, ``"ansi"`` or ``"human"``.
+        max_action_chars: Longer responses are cut to this many characters before parsing.
+        max_prompt_chars: Observation space bound; longer prompts are cut (tail kept).
+    """
+
+    metadata: ClassVar[dict[str, Any]] = {
+        "render_modes": ["ansi", "human"],
+        "name": "text_env",
+        "is_parallelizable": False,
+    }
+    TEAMS: ClassVar[dict[str, tuple[str, ...]]] = {}
+    DEFAULT_MAX_CYCLES: ClassVar[int] = 20
+    # Attributes a clone shares with its original instead of copying: immutable task data.
+    CLONE_SHARED_ATTRS: ClassVar[tuple[str, ...]] = ("spec",)
+
+    def __init__(
+        self,
+        *,
+        team: str = "mas",
+        alpha: float = 1.0,
+        max_cycles: int | None = None,
+        invalid_action: str = "penalize",
+        invalid_penalty: float = 0.1,
+        split: str = "train",
+        render_mode: str | None = None,
+        max_action_chars: int = 4096,
+        max_prompt_chars: int = 32_768,
+    ) -> None:
+        super().__init__()
+        cls = type(self).__name__
+        if team not in self.TEAMS:
+            raise ValueError(f"{cls}: team={team!r} is unknown; choose one of {sorted(self.TEAMS)}")
+        if invalid_action not in INVALID_ACTION_MODES:
+            raise ValueError(
+                f"{cls}: invalid_action={invalid_action!r}; choose one of {INVALID_ACTION_MODES}"
+            )
+        if max_cycles is None:
+            max_cycles = self.DEFAULT_MAX_CYCLES
+        if not isinstance(max_cycles, int) or max_cycles < 1:
+            raise ValueError(f"{cls}: max_cycles must be a positive int, got {max_cycles!r}")
+        if invalid_penalty < 0:
+            raise ValueError(f"{cls}: invalid_penalty is a size, use a value >= 0 (got {invalid_penalty})")
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ValueError(
+                f"{cls}: render_mode={render_mode!r}; choose None or one of {self.metadata['render_modes']}"
+            )
+        if max_action_chars < 1 or max_prompt_chars < 64:
+            raise ValueError(f"{cls}: max_action_chars must be >= 1 and max_prompt_chars >= 64")
+        split_range(split)  # validates the split name
+        self.team = team
+        self.alpha = float(alpha)
+        self.max_cycles = max_cycles
+        self.invalid_action = invalid_action
+        self.invalid_penalty = float(invalid_penalty)
+        self.split = split
+        self.render_mode = render_mode
+        self.max_action_chars = max_action_chars
+        self.max_prompt_chars = max_prompt_chars
+        self.roles: tuple[str, ...] = self.TEAMS[team]
+        self.possible_agents = [f"{role}_0" for role in self.roles]
+        self._observation_spaces: dict[str, spaces.Space] = {}
+        self._action_spaces: dict[str, spaces.Space] = {}
+        self.np_random: np.random.Generator | None = None
+        self.np_random_seed: int | None = None
+        self.task_seed: int | None = None
+        self.agents: list[str] = []
+
+    # ------------------------------------------------------------------ hooks
+    def _start_task(self, task_seed: int) -> None:
+        """Set up the game for ``task_seed`` (deterministic in the seed)."""
+        raise NotImplementedError
+
+    def _prompt(self, agent: str) -> str:
+        """The full text ``agent`` sees now (instructions, state, messages, legal moves)."""
+        raise NotImplementedError
+
+    def _act(self, agent: str, text: str) -> StepOutcome:
+        """Parse and apply ``agent``'s response; never raise on bad text."""
+        raise NotImplementedError
+
+    def _legal_moves(self, agent: str) -> list[str]:
+        """Moves ``agent`` may make now, as strings in the action grammar."""
+        raise NotImplementedError
+
+    def _state_key(self) -> Hashable:
+        """Canonical key of the game state (no turn counter, no message history)."""
+        raise NotImplementedError
+
+    def _render_text(self) -> str:
+        """Human-readable picture of the state."""
+        raise NotImplementedError
+
+    # ------------------------------------------------------------------ spaces
+    def observation_space(self, agent: str) -> spaces.Space:
+        space = self._observation_spaces.get(agent)
+        if space is None:
+            self._check_agent(agent)
+            text = spaces.Text(self.max_prompt_chars, min_length=0, charset=PRINTABLE)
+            space = self._observation_spaces[agent] = spaces.Dict({"prompt": text})
+        return space
+
+    def action_space(self, agent: str) -> spaces.Space:
+        space = self._action_spaces.get(agent)
+        if space is None:
+            self._check_agent(agent)
+            space = self._action_spaces[agent] = spaces.Text(
+                self.max_action_chars, min_length=0, charset=PRINTABLE
+            )
+        return space
+
+    def _check_agent(self, agent: str) -> None:
+        if agent not in self.possible_agents:
+            raise KeyError(f"{agent!r} is not an agent of this env; agents: {self.possible_agents}")
+
+    # ------------------------------------------------------------------ API
+    def reset(self, seed: int | None = None, options: dict | None = None) -> None:
+        """Start a task. ``seed`` is the task seed (must belong to the env's split);
+        ``None`` draws the next task seed of the split from the env's RNG."""
+        if seed is not None:
+            seed = check_seed(seed, self.split)
+            self.np_random, self.np_random_seed = seeding.np_random(seed)
+            self.task_seed = seed
+        else:
+            if self.np_random is None:
+                self.np_random, self.np_random_seed = seeding.np_random(None)
+            seeds = split_range(self.split)
+            self.task_seed = int(self.np_random.integers(seeds.start, seeds.stop))
+        self.agents = list(self.possible_agents)
+        self.rewards = dict.fromkeys(self.agents, 0.0)
+        self._cumulative_rewards = dict.fromkeys(self.agents, 0.0)
+        self.terminations = dict.fromkeys(self.agents, False)
+        self.truncations = dict.fromkeys(self.agents, False)
+        self.num_steps = 0  # agent actions taken this episode
+        self.success = False
+        self.transcript: list[tuple[str, str]] = []  # (agent, response as shown to others)
+        self._feedback = dict.fromkeys(self.agents, "")
+        self._skip_agent_selection = None
+        self._start_task(self.task_seed)
+        self.agent_selection = self.agents[0]
+        self.infos = {agent: self._info(agent, {}, invalid=False) for agent in self.agents}
+
+    @property
+    def turn(self) -> int:
+        """Completed cycles of the turn order (the ``t`` of AT-GRPO's (task, turn, agent))."""
+        return self.num_steps // len(self.possible_agents)
+
+    def observe(self, agent: str) -> dict[str, str]:
+        prompt = to_ascii(self._prompt(agent))
+        if len(prompt) > self.max_prompt_chars:
+            prompt = prompt[-self.max_prompt_chars :]  # the state and question are at the end
+        return {"prompt": prompt}
+
+    def step(self, action: Any) -> None:
+        agent = self.agent_selection
+        if self.terminations[agent] or self.truncations[agent]:
+            self._was_dead_step(action)
+            return
+        text = self._action_text(action)
+        outcome = (
+            StepOutcome(invalid=True, feedback="Your response was not text.")
+            if text is None
+            else self._act(agent, text)
+        )
+        self.transcript.append((agent, to_ascii(text or "", max_chars=2000)))
+        self.num_steps += 1
+        if outcome.success:
+            self.success = True
+        local = {f"local/{name}": float(value) for name, value in outcome.local.items()}
+        if outcome.invalid:
+            local["local/invalid"] = -self.invalid_penalty
+        team = {f"team/{name}": float(value) for name, value in outcome.team.items()}
+        team_total = self.alpha * sum(team.values())
+        self._feedback[agent] = outcome.feedback
+        if outcome.terminated or (outcome.invalid and self.invalid_action == "terminate"):
+            self.terminations = dict.fromkeys(self.agents, True)
+        elif self.num_steps >= self.max_cycles * len(self.possible_agents):
+            self.truncations = dict.fromkeys(self.agents, True)
+        self._cumulative_rewards[agent] = 0.0
+        for other in self.agents:
+            is_actor = other == agent
+            terms = {**team, **local} if is_actor else dict(team)
+            self.rewards[other] = team_total + (sum(local.values()) if is_actor else 0.0)
+            self.infos[other] = self._info(other, terms, invalid=is_actor and outcome.invalid)
+        self._accumulate_rewards()
+        self.agent_selection = self.possible_agents[self.num_steps % len(self.possible_agents)]
+        self._deads_step_first()
+
+    def _action_text(self, action: Any) -> str | None:
+        if isinstance(action, bytes):
+            action = action.decode("utf-8", errors="replace")
+        if not isinstance(action, str):  # None, numbers, arrays: invalid, not a crash
+            return None
+        return str(action)[: self.max_action_chars]
+
+    def _info(self, agent: str, reward_terms: dict[str, float], invalid: bool) -> dict[str, Any]:
+        done = self.terminations[agent] or self.truncations[agent]
+        return {
+            "legal_moves": [] if done else self._legal_moves(agent),
+            "invalid_action": invalid,
+            "reward_terms": reward_terms,
+            "success": self.success,
+            "task_seed": self.task_seed,
+            "split": self.split,
+            "turn": self.turn,
+            "feedback": self._feedback.get(agent, ""),
+        }
+
+    # ------------------------------------------------------------------ extras
+    def render(self) -> str | None:
+        if self.task_seed is None:
+            raise RuntimeError("Call reset() before render().")
+        text = self._render_text()
+        if self.render_mode == "human":
+            print(text)
+            return None
+        return text
+
+    def close(self) -> None:
+        """Nothing to release; defined because PettingZoo requires it with render()."""
+
+    def state_key(self) -> Hashable:
+        """Hashable, canonical key of the game state (GiGPO anchor states).
+
+        It holds what the acting role can see that matters (board, positions), never the
+        turn counter or the message history, so equal states reached by different paths
+        share a key. The acting agent is *not* part of it: group keys add it.
+        """
+        return self._state_key()
+
+    def clone(self) -> TextAECEnv:
+        """An independent copy of this env mid-episode (tree sampling branches on it).
+
+        Everything mutable is copied; attributes named in ``CLONE_SHARED_ATTRS``
+        (immutable task data) are shared; spaces are rebuilt lazily per copy.
+        """
+        memo: dict[int, Any] = {}
+        for name in self.CLONE_SHARED_ATTRS:
+            value = self.__dict__.get(name)
+            if value is not None:
+                memo[id(value)] = value
+        memo[id(self._observation_spaces)] = {}
+        memo[id(self._action_spaces)] = {}
+        new = object.__new__(type(self))
+        new.__dict__.update(copy.deepcopy(self.__dict__, memo))
+        return new
+
+    def __str__(self) -> str:
+        return self.metadata["name"]

@@ -1,0 +1,244 @@
+"""``PlanningEnv``: the planner/executor protocol shared by Sokoban, Plan-Path and Sudoku.
+
+A planning env wraps a pure puzzle (``game.py``: rules only, no text) and a grammar
+(``prompts.py``: how moves are written and read). Teams:
+
+* ``mas``: ``planner_0`` reads the state and proposes a plan (a move list with a short
+  rationale); ``executor_0`` sees the state and the planner's message and commits the
+  moves that are applied. Turn order: planner, executor, planner, ...
+* ``single``: ``solver_0`` reads the state and commits moves itself (the single-agent
+  baseline).
+
+Every response must put its moves inside ``<answer>...</answer>``. Rewards
+(``reward = alpha * team + local``):
+
+==========================  =====================================================
+``team/progress``           Phi(after) - Phi(before) of the real state, on executor /
+                            solver turns. Phi in [0, 1] is the puzzle's progress
+                            potential (1 iff solved), so these terms telescope.
+``team/success``            ``success_bonus`` when the puzzle becomes solved.
+``team/optimality``         on success, ``optimality_bonus * optimal / max(optimal,
+                            moves made)``: the exact solver's move count.
+``local/plan_progress``     planner only: Phi after simulating the plan on a copy of
+                            the state minus Phi now (the real state is untouched).
+``local/plan_solves``       planner only: ``plan_bonus`` if the simulated plan solves.
+``local/invalid``           ``-invalid_penalty``: no ``<answer>`` block, an unreadable
+                            move, or an illegal move (moves before it still count).
+==========================  =====================================================
+
+At most ``max_moves_per_turn`` moves are read from one answer; the rest are ignored (said
+in the feedback, not penalised).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from dataclasses import dataclass
+from typing import Any, ClassVar, Protocol
+
+import numpy as np
+
+from envs.core import StepOutcome, TextAECEnv, role_of, to_ascii
+from envs.parsing import extract_answer
+from envs.splits import generate_in_split
+
+__all__ = ["Puzzle", "PlanningLevel", "PlanningEnv"]
+
+
+class Puzzle(Protocol):
+    """Pure game state and rules (a planning env's ``game.py``). Moves are hashable."""
+
+    def copy(self) -> Puzzle: ...
+
+    def legal_moves(self) -> list[Any]: ...
+
+    def apply(self, move: Any) -> str | None:
+        """Apply a move; return ``None`` if done, else why it is illegal (state unchanged)."""
+        ...
+
+    def is_solved(self) -> bool: ...
+
+    def potential(self) -> float:
+        """Progress in [0, 1]; exactly 1.0 iff solved."""
+        ...
+
+    def key(self) -> Hashable: ...
+
+    def render(self) -> str: ...
+
+
+@dataclass(frozen=True)
+class PlanningLevel:
+    """One generated task: the start state (never mutated), its exact solution length and
+    a canonical text used to assign it to the train or test split."""
+
+    puzzle: Any
+    optimal_moves: int
+    fingerprint: str
+
+
+class PlanningEnv(TextAECEnv):
+    """Planner/executor env over a ``Puzzle``. Subclasses implement the level generator,
+    the solver and the grammar hooks below and set ``PUZZLE_NAME``."""
+
+    TEAMS: ClassVar[dict[str, tuple[str, ...]]] = {
+        "mas": ("planner", "executor"),
+        "single": ("solver",),
+    }
+    CLONE_SHARED_ATTRS: ClassVar[tuple[str, ...]] = ("spec", "level")
+    PUZZLE_NAME: ClassVar[str] = "puzzle"
+    DEFAULT_MAX_MOVES_PER_TURN: ClassVar[int] = 10
+
+    def __init__(
+        self,
+        *,
+        max_moves_per_turn: int | None = None,
+        success_bonus: float = 1.0,
+        optimality_bonus: float = 0.5,
+        plan_bonus: float = 0.5,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        if max_moves_per_turn is None:
+            max_moves_per_turn = self.DEFAULT_MAX_MOVES_PER_TURN
+        if not isinstance(max_moves_per_turn, int) or max_moves_per_turn < 1:
+            raise ValueError(
+                f"{type(self).__name__}: max_moves_per_turn must be a positive int, got {max_moves_per_turn!r}"
+            )
+        self.max_moves_per_turn = max_moves_per_turn
+        self.success_bonus = float(success_bonus)
+        self.optimality_bonus = float(optimality_bonus)
+        self.plan_bonus = float(plan_bonus)
+
+    # ------------------------------------------------------------- subclass hooks
+    def _generate_level(self, rng: np.random.Generator) -> PlanningLevel:
+        """A new level from ``rng`` at this env's size/difficulty (solvable, with its
+        optimal solution length)."""
+        raise NotImplementedError
+
+    def _solve(self, puzzle: Any) -> list[Any] | None:
+        """An optimal move list from ``puzzle`` (``None`` if unsolvable)."""
+        raise NotImplementedError
+
+    def _parse_moves(self, answer: str) -> tuple[list[Any], str | None]:
+        """Moves in an answer's text, or an error message naming the bad item."""
+        raise NotImplementedError
+
+    def _format_moves(self, moves: list[Any]) -> str:
+        """Moves written in the grammar (what an ideal answer puts inside the tags)."""
+        raise NotImplementedError
+
+    def _instructions(self, role: str) -> str:
+        """Rules, grammar and the role's job (from the env's ``prompts.py``)."""
+        raise NotImplementedError
+
+    # ------------------------------------------------------------- TextAECEnv hooks
+    def _start_task(self, task_seed: int) -> None:
+        self.level = generate_in_split(task_seed, self._generate_level, lambda lv: lv.fingerprint)
+        self.puzzle = self.level.puzzle.copy()
+        self.moves_made = 0
+
+    def _state_key(self) -> Hashable:
+        return self.puzzle.key()
+
+    def _render_text(self) -> str:
+        return self.puzzle.render()
+
+    def _legal_moves(self, agent: str) -> list[str]:
+        return [self._format_moves([move]) for move in self.puzzle.legal_moves()]
+
+    def _prompt(self, agent: str) -> str:
+        role = role_of(agent)
+        parts = [self._instructions(role), "", "Current state:", self.puzzle.render()]
+        parts.append(self._legal_moves_text(agent))
+        if role == "executor":
+            plan = self._last_message_from("planner")
+            parts += ["", "The planner says:", plan if plan is not None else "(nothing yet)"]
+        feedback = self._feedback.get(agent)
+        if feedback:
+            parts += ["", f"Result of your last answer: {feedback}"]
+        parts += ["", "Put your moves inside <answer>...</answer>."]
+        return "\n".join(parts)
+
+    def _act(self, agent: str, text: str) -> StepOutcome:
+        answer = extract_answer(text)
+        if answer is None:
+            return StepOutcome(invalid=True, feedback="No <answer>...</answer> block found.")
+        moves, error = self._parse_moves(answer)
+        if error is not None:
+            return StepOutcome(invalid=True, feedback=f"Could not read your answer: {error}")
+        if role_of(agent) == "planner":
+            return self._score_plan(moves)
+        return self._execute(moves)
+
+    # ------------------------------------------------------------- rules of the protocol
+    def _run(self, puzzle: Any, moves: list[Any]) -> tuple[int, str | None, int]:
+        """Apply up to ``max_moves_per_turn`` moves; stop at the first illegal one or when
+        solved. Returns (moves applied, reason of the illegal move or None, moves ignored)."""
+        applied = 0
+        for move in moves[: self.max_moves_per_turn]:
+            if puzzle.is_solved():
+                break
+            reason = puzzle.apply(move)
+            if reason is not None:
+                return applied, f"move {applied + 1} ({self._format_moves([move])}) is illegal: {reason}", 0
+            applied += 1
+        return applied, None, max(0, len(moves) - self.max_moves_per_turn)
+
+    def _score_plan(self, moves: list[Any]) -> StepOutcome:
+        simulated = self.puzzle.copy()
+        applied, illegal, ignored = self._run(simulated, moves)
+        local = {"plan_progress": simulated.potential() - self.puzzle.potential()}
+        if simulated.is_solved():
+            local["plan_solves"] = self.plan_bonus
+        feedback = f"Your plan's first {applied} move(s) were legal"
+        feedback += "; it solves the puzzle." if simulated.is_solved() else "."
+        if illegal:
+            feedback += f" But {illegal}."
+        if ignored:
+            feedback += f" {ignored} move(s) past the limit of {self.max_moves_per_turn} were ignored."
+        return StepOutcome(local=local, invalid=illegal is not None, feedback=feedback)
+
+    def _execute(self, moves: list[Any]) -> StepOutcome:
+        before = self.puzzle.potential()
+        applied, illegal, ignored = self._run(self.puzzle, moves)
+        self.moves_made += applied
+        team = {"progress": self.puzzle.potential() - before}
+        solved = self.puzzle.is_solved()
+        if solved:
+            team["success"] = self.success_bonus
+            optimal = self.level.optimal_moves
+            team["optimality"] = self.optimality_bonus * optimal / max(optimal, self.moves_made, 1)
+        feedback = f"{applied} move(s) applied."
+        if illegal:
+            feedback += f" Stopped: {illegal}."
+        if ignored:
+            feedback += f" {ignored} move(s) past the limit of {self.max_moves_per_turn} were ignored."
+        if solved:
+            feedback += " Solved!"
+        return StepOutcome(
+            team=team, invalid=illegal is not None, terminated=solved, success=solved, feedback=feedback
+        )
+
+    def _legal_moves_text(self, agent: str) -> str:
+        """The prompt line listing legal moves (override for a compact form)."""
+        legal = self._legal_moves(agent)
+        return "Legal moves now: " + (", ".join(legal) if legal else "(none)")
+
+    def _last_message_from(self, role: str) -> str | None:
+        for agent, message in reversed(self.transcript):
+            if role_of(agent) == role:
+                return to_ascii(message, max_chars=1500)
+        return None
+
+    # ------------------------------------------------------------- oracle support
+    def solution(self) -> list[Any] | None:
+        """An optimal move list from the current state (the exact solver); ``None`` if
+        the current state cannot be solved any more."""
+        return self._solve(self.puzzle)
+
+    def oracle_response(self, agent: str) -> str:
+        """The response an oracle ``agent`` gives now: the next optimal moves (at most
+        ``max_moves_per_turn``) in the grammar, inside answer tags."""
+        moves = self.solution() or []
+        return f"<answer>{self._format_moves(moves[: self.max_moves_per_turn])}</answer>"
