@@ -118,27 +118,73 @@ def load_room_utils(path: Path | None) -> ModuleType:
     return module
 
 
-def compare_sokoban_generators(room_utils: ModuleType, levels: int) -> list[tuple]:
-    """Per preset: (preset, dims, boxes, ours s/level, theirs s/level, their failures)."""
+def gym_sokoban_room_to_rows(room_structure: np.ndarray, room_state: np.ndarray) -> list[str]:
+    """gym-sokoban's arrays (structure: 0 wall, 1 floor, 2 target; state: 3/4 box,
+    5 player) as rows of our Sokoban symbols, so our solver can measure its rooms."""
+    symbols = {  # (wall, target, box, player) -> symbol
+        (True, False, False, False): "#",
+        (False, False, False, False): "_",
+        (False, True, False, False): ".",
+        (False, False, True, False): "$",
+        (False, True, True, False): "*",
+        (False, False, False, True): "@",
+        (False, True, False, True): "+",
+    }
+    return [
+        "".join(
+            symbols[(fixed == 0, fixed == 2, state in (3, 4), state == 5)]
+            for fixed, state in zip(structure_row, state_row, strict=True)
+        )
+        for structure_row, state_row in zip(room_structure, room_state, strict=True)
+    ]
+
+
+def compare_sokoban_generators(room_utils: ModuleType, levels: int) -> list[dict]:
+    """One row per preset: both generators' seconds per level, gym-sokoban's failures, and
+    both generators' mean optimal solution length. The lengths come from our exact solver,
+    run outside the timed loops, so the levels are compared for difficulty, not only speed."""
+    from envs.planning.sokoban.game import SearchLimitExceeded, Sokoban, solve
     from envs.planning.sokoban.levels import PRESETS, generate_level
 
     rows = []
     for name, params in PRESETS.items():
         start = time.perf_counter()
-        for seed in range(levels):
-            generate_level(params, np.random.default_rng(seed))
-        ours = (time.perf_counter() - start) / levels
+        ours = [generate_level(params, np.random.default_rng(seed)) for seed in range(levels)]
+        our_time = (time.perf_counter() - start) / levels
         random.seed(0)
         np.random.seed(0)  # gym-sokoban draws from the global RNGs
-        failures = 0
+        theirs, failures = [], 0
         start = time.perf_counter()
         for _ in range(levels):
             try:
-                room_utils.generate_room(dim=(params.height, params.width), num_boxes=params.num_boxes)
+                structure, state, _ = room_utils.generate_room(
+                    dim=(params.height, params.width), num_boxes=params.num_boxes
+                )
+                theirs.append((structure, state))
             except (RuntimeError, RuntimeWarning, ValueError, RecursionError):
                 failures += 1  # it raises when reverse play finds no room with a good score
-        theirs = (time.perf_counter() - start) / levels
-        rows.append((name, f"{params.height}x{params.width}", params.num_boxes, ours, theirs, failures))
+        their_time = (time.perf_counter() - start) / levels
+        their_lengths = []
+        for structure, state in theirs:
+            try:
+                solution = solve(Sokoban.from_rows(gym_sokoban_room_to_rows(structure, state)), 200_000)
+            except SearchLimitExceeded:
+                continue
+            if solution is not None:
+                their_lengths.append(len(solution))
+        rows.append(
+            {
+                "preset": name,
+                "room": f"{params.height}x{params.width}",
+                "boxes": params.num_boxes,
+                "teamgym_s": our_time,
+                "gym_sokoban_s": their_time,
+                "gym_sokoban_failures": failures,
+                "teamgym_opt_moves": float(np.mean([level.optimal_moves for level in ours])),
+                "gym_sokoban_opt_moves": float(np.mean(their_lengths)) if their_lengths else float("nan"),
+                "gym_sokoban_solved": len(their_lengths),
+            }
+        )
     return rows
 
 
@@ -154,32 +200,65 @@ def main(argv: list[str] | None = None) -> None:
         args.levels, args.seconds = 3, 0.2
 
     print(f"teamgym env throughput (levels={args.levels} per preset, {args.seconds}s stepping per preset)\n")
-    header = f"{'env':<14}{'preset':<8}{'steps/s':>10}{'clone us':>10}{'gen ms':>9}{'reset ms':>10}"
-    print(header)
-    print("-" * len(header))
+    rows = []
     for env_id in BUILTIN:
         for difficulty in envs.make(env_id).PRESETS:
             rate, _ = measure_steps(env_id, difficulty, args.seconds)
-            clone = measure_clone(env_id, difficulty, repeats=200 if not args.quick else 20)
+            clone = measure_clone(env_id, difficulty, repeats=20 if args.quick else 200)
             raw, reset = measure_generation(env_id, difficulty, args.levels)
-            print(f"{env_id:<14}{difficulty:<8}{rate:>10.0f}{clone * 1e6:>10.1f}{raw * 1e3:>9.2f}{reset * 1e3:>10.2f}")
+            rows.append(
+                [
+                    env_id,
+                    difficulty,
+                    f"{rate:.0f}",
+                    f"{clone * 1e6:.1f}",
+                    f"{raw * 1e3:.2f}",
+                    f"{reset * 1e3:.2f}",
+                ]
+            )
+    print_table(["env", "preset", "steps/s", "clone us", "gen ms", "reset ms"], rows)
 
     if args.no_gym_sokoban:
         return
     try:
         room_utils = load_room_utils(args.room_utils)
     except (OSError, subprocess.CalledProcessError, StopIteration) as err:
-        print(f"\ngym-sokoban comparison skipped: could not get room_utils.py ({err}). "
-              "Pass --room-utils PATH to a copy of gym_sokoban/envs/room_utils.py.")  # fmt: skip
+        print(
+            f"\ngym-sokoban comparison skipped: could not get room_utils.py ({err}). "
+            "Pass --room-utils PATH to a copy of gym_sokoban/envs/room_utils.py."
+        )
         return
     print(f"\nSokoban level generation: teamgym vs {GYM_SOKOBAN} room_utils.generate_room")
-    header = f"{'preset':<8}{'room':>6}{'boxes':>6}{'teamgym ms':>12}{'gym-sokoban ms':>16}{'speed-up':>10}{'their fails':>12}"
-    print(header)
-    print("-" * len(header))
-    for name, dims, boxes, ours, theirs, failures in compare_sokoban_generators(room_utils, args.levels):
-        print(f"{name:<8}{dims:>6}{boxes:>6}{ours * 1e3:>12.2f}{theirs * 1e3:>16.2f}{theirs / ours:>9.2f}x{failures:>12}")
-    print("speed-up = gym-sokoban time / teamgym time (>1: teamgym is faster). teamgym's time "
-          "includes its exact solver run; gym-sokoban's does not solve the room.")  # fmt: skip
+    rows = [
+        [
+            row["preset"],
+            row["room"],
+            str(row["boxes"]),
+            f"{row['teamgym_s'] * 1e3:.2f}",
+            f"{row['gym_sokoban_s'] * 1e3:.2f}",
+            f"{row['gym_sokoban_s'] / row['teamgym_s']:.2f}x",
+            str(row["gym_sokoban_failures"]),
+            f"{row['teamgym_opt_moves']:.1f}",
+            f"{row['gym_sokoban_opt_moves']:.1f}",
+        ]
+        for row in compare_sokoban_generators(room_utils, args.levels)
+    ]
+    header = ["preset", "room", "boxes", "teamgym ms", "gym-sokoban ms", "speed-up", "their fails"]
+    print_table([*header, "teamgym opt", "gym-sokoban opt"], rows)
+    print(
+        "speed-up = gym-sokoban time / teamgym time (>1: teamgym is faster). teamgym's time "
+        "includes its exact solver run; gym-sokoban's does not solve the room.\n"
+        "opt = mean optimal solution length in moves of the generated rooms (our exact solver, "
+        "not timed): how hard each generator's levels are."
+    )
+
+
+def print_table(header: list[str], rows: list[list[str]]) -> None:
+    widths = [max(len(cell) for cell in column) + 2 for column in zip(header, *rows, strict=True)]
+    print("".join(cell.rjust(width) for cell, width in zip(header, widths, strict=True)))
+    print("-" * sum(widths))
+    for row in rows:
+        print("".join(cell.rjust(width) for cell, width in zip(row, widths, strict=True)))
 
 
 if __name__ == "__main__":

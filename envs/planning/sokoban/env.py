@@ -1,0 +1,107 @@
+"""Sokoban: a planner and an executor push every box onto a target.
+
+Roles (``team="mas"``): ``planner_0`` proposes the moves, ``executor_0`` commits them;
+``team="single"``: ``solver_0`` does both. Protocol and reward terms:
+``envs.planning.base`` (``team/progress``, ``team/success``, ``team/optimality``,
+``local/plan_progress``, ``local/plan_solves``, ``local/invalid``).
+
+* Observation: rules and legend, the grid with row/column numbers (``#`` wall, ``_``
+  floor, ``.`` target, ``$`` box, ``*`` box on a target, ``@`` player, ``+`` player on a
+  target), legal moves, the planner's message (executor), feedback on the last answer.
+* Action grammar: ``<answer>U R R D</answer>``; moves ``U D L R`` (or up/down/left/right,
+  north/south/west/east), any case, separated by spaces, commas or arrows; a run of move
+  letters such as ``URRD`` is read letter by letter.
+* Rules: a move steps the player one cell; stepping into a box pushes it one cell the
+  same way if the cell beyond is free (no wall, no other box). Boxes cannot be pulled.
+  Solved when every box is on a target. Every step counts as one move, pushes included.
+* Progress potential: ``Phi = (on + 1 - cost / (n * D)) / (n + 1)`` with ``n`` boxes,
+  ``on`` of them on targets, ``cost`` the sum of the boxes' push distances to the nearest
+  target (fewest pushes with nothing else in the way) and ``D`` one more than the
+  largest push distance on the board; a box on a dead square (from which no target can
+  be reached, such as a non-target corner) counts ``D``. ``Phi`` is 1 iff solved and at
+  most ``n / (n + 1)`` otherwise.
+* Optimality: the fewest moves (player steps, pushes included) from the start, from an
+  exact A* solver over pushes (edges: shortest walk + push; heuristic: cheapest
+  box-to-target assignment of push distances; dead squares and frozen boxes pruned).
+* Sizes: ``difficulty`` preset (``easy`` 6x6 with 1 box, ``medium`` 7x7 with 2 boxes,
+  ``hard`` 8x8 with 3 boxes; sizes count the border wall) or explicit ``height``,
+  ``width``, ``num_boxes``, ``wall_density``, ``reverse_steps``,
+  ``straight_pull_probability``, ``min_moves``, ``max_moves``. Levels are made by reverse
+  play (pulling boxes away from their targets), so every level is solvable.
+* Invalid actions: no answer block, an unknown move, walking into a wall, pushing a box
+  into a wall or another box (moves before the illegal one are applied).
+* A level may become unsolvable (a box stuck in a corner); the episode then runs to
+  truncation, and ``solution()`` returns ``None``.
+
+Version history: v0 - first release.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, ClassVar
+
+import numpy as np
+
+from envs.planning.base import PlanningEnv, PlanningLevel
+from envs.planning.sokoban import game, prompts
+from envs.planning.sokoban.levels import PRESETS, SokobanParams, generate_level
+
+__all__ = ["SokobanEnv"]
+
+
+class SokobanEnv(PlanningEnv):
+    """Box pushing for a planner/executor team (see module docstring)."""
+
+    metadata: ClassVar[dict[str, Any]] = {**PlanningEnv.metadata, "name": "sokoban_v0"}
+    PUZZLE_NAME = "Sokoban"
+    PRESETS = PRESETS
+
+    def __init__(
+        self,
+        *,
+        difficulty: str = "easy",
+        height: int | None = None,
+        width: int | None = None,
+        num_boxes: int | None = None,
+        wall_density: float | None = None,
+        reverse_steps: int | None = None,
+        straight_pull_probability: float | None = None,
+        min_moves: int | None = None,
+        max_moves: int | None = None,
+        **kwargs: Any,
+    ) -> None:
+        if difficulty not in PRESETS:
+            raise ValueError(f"SokobanEnv: difficulty={difficulty!r}; choose one of {sorted(PRESETS)}")
+        overrides = {
+            name: value
+            for name, value in dict(
+                height=height,
+                width=width,
+                num_boxes=num_boxes,
+                wall_density=wall_density,
+                reverse_steps=reverse_steps,
+                straight_pull_probability=straight_pull_probability,
+                min_moves=min_moves,
+                max_moves=max_moves,
+            ).items()
+            if value is not None
+        }
+        self.params: SokobanParams = dataclasses.replace(PRESETS[difficulty], **overrides)
+        self.difficulty = difficulty
+        super().__init__(**kwargs)
+
+    def _generate_level(self, rng: np.random.Generator) -> PlanningLevel:
+        return generate_level(self.params, rng)
+
+    def _solve(self, puzzle: game.Sokoban) -> list[str] | None:
+        return game.solve(puzzle)
+
+    def _parse_moves(self, answer: str) -> tuple[list[str], str | None]:
+        return prompts.parse_moves(answer)
+
+    def _format_moves(self, moves: list[str]) -> str:
+        return prompts.format_moves(moves)
+
+    def _instructions(self, role: str) -> str:
+        return prompts.instructions(role, self.max_moves_per_turn)

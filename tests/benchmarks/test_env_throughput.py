@@ -1,0 +1,40 @@
+"""The throughput benchmark runs and prints its tables (figures themselves are not asserted)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from benchmarks import env_throughput
+
+
+def test_quick_run_prints_every_env_and_preset(capsys):
+    env_throughput.main(["--quick", "--no-gym-sokoban"])
+    out = capsys.readouterr().out
+    for env_id in env_throughput.BUILTIN:
+        for preset in ("easy", "medium", "hard"):
+            assert re.search(rf"{env_id}\s+{preset}\s+\d+", out), (env_id, preset)
+
+
+@pytest.mark.slow
+def test_gym_sokoban_side_by_side(tmp_path, monkeypatch, capsys):
+    """Downloads gym-sokoban's sdist from PyPI (reachable in CI) and prints the ratio."""
+    monkeypatch.setenv("TEAMGYM_CACHE", str(tmp_path))
+    room_utils = env_throughput.load_room_utils(None)
+    assert (tmp_path / "gym_sokoban_0.0.6_room_utils.py").exists()
+    rows = env_throughput.compare_sokoban_generators(room_utils, levels=3)
+    assert [row["preset"] for row in rows] == ["easy", "medium", "hard"]
+    for row in rows:
+        assert row["teamgym_s"] > 0 and row["gym_sokoban_s"] > 0
+        # gym-sokoban rooms are solvable by construction: our converter + exact solver agree.
+        assert row["gym_sokoban_solved"] == 3 - row["gym_sokoban_failures"]
+        assert row["teamgym_opt_moves"] >= 6
+
+
+def test_gym_sokoban_room_conversion():
+    import numpy as np
+
+    structure = np.array([[0, 0, 0, 0, 0], [0, 1, 1, 2, 0], [0, 0, 0, 0, 0]])
+    state = np.array([[0, 0, 0, 0, 0], [0, 5, 4, 2, 0], [0, 0, 0, 0, 0]])
+    assert env_throughput.gym_sokoban_room_to_rows(structure, state) == ["#####", "#@$.#", "#####"]
