@@ -127,9 +127,7 @@ def register(
             "exactly which prompts and rewards they used."
         )
     if isinstance(entry_point, str) and ":" not in entry_point:
-        raise ValueError(
-            f"entry_point {entry_point!r} must look like 'package.module:ClassName'."
-        )
+        raise ValueError(f"entry_point {entry_point!r} must look like 'package.module:ClassName'.")
     if max_cycles is not None and (not isinstance(max_cycles, int) or max_cycles < 1):
         raise ValueError(f"max_cycles must be a positive int, got {max_cycles!r}")
     new = EnvSpec(id=id, entry_point=entry_point, kwargs=dict(kwargs or {}), max_cycles=max_cycles)
@@ -158,9 +156,7 @@ def spec(id: str) -> EnvSpec:  # noqa: A002
         if id in _REGISTRY:
             return _REGISTRY[id]
     else:
-        versions = [
-            s.version for s in _REGISTRY.values() if parse_env_id(s.id)[:2] == (namespace, name)
-        ]
+        versions = [s.version for s in _REGISTRY.values() if parse_env_id(s.id)[:2] == (namespace, name)]
         if versions:
             return _REGISTRY[_versioned(namespace, name, max(versions))]
     known = registered_ids()

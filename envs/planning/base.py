@@ -103,7 +103,8 @@ class PlanningEnv(TextAECEnv):
             max_moves_per_turn = self.DEFAULT_MAX_MOVES_PER_TURN
         if not isinstance(max_moves_per_turn, int) or max_moves_per_turn < 1:
             raise ValueError(
-                f"{type(self).__name__}: max_moves_per_turn must be a positive int, got {max_moves_per_turn!r}"
+                f"{type(self).__name__}: max_moves_per_turn must be a positive int, "
+                f"got {max_moves_per_turn!r}"
             )
         self.max_moves_per_turn = max_moves_per_turn
         self.success_bonus = float(success_bonus)

@@ -159,7 +159,11 @@ def test_clone_mid_episode_is_independent_and_equal(case):
             break
         agent = twin.agent_selection
         done = twin.terminations[agent] or twin.truncations[agent]
-        twin.step(None if done else (oracle(twin, agent) if hasattr(twin, "oracle_response") else "<answer>1</answer>"))
+        twin.step(
+            None
+            if done
+            else (oracle(twin, agent) if hasattr(twin, "oracle_response") else "<answer>1</answer>")
+        )
     assert (env.state_key(), dict(env._cumulative_rewards), env.num_steps, list(env.transcript)) == before
     assert twin.num_steps > env.num_steps
 

@@ -32,7 +32,9 @@ def test_make_without_version_gives_latest(scratch_ids):
 
 def test_kwargs_merge_spec_then_caller(scratch_ids):
     envs.register(
-        "scratch/hard-v0", "envs.planning.plan_path.env:PlanPathEnv", kwargs={"difficulty": "hard", "alpha": 0.5}
+        "scratch/hard-v0",
+        "envs.planning.plan_path.env:PlanPathEnv",
+        kwargs={"difficulty": "hard", "alpha": 0.5},
     )
     env = envs.make("scratch/hard", alpha=2.0, max_cycles=4)
     assert env.difficulty == "hard" and env.alpha == 2.0 and env.max_cycles == 4

@@ -137,4 +137,4 @@ def solve(puzzle: PlanPath) -> list[str]:
     graph = build_graph(puzzle.board.rows)
     path = nx.shortest_path(graph, puzzle.position, puzzle.board.goal)
     names = {delta: name for name, delta in DELTAS.items()}
-    return [names[(b[0] - a[0], b[1] - a[1])] for a, b in zip(path, path[1:])]
+    return [names[(b[0] - a[0], b[1] - a[1])] for a, b in zip(path, path[1:], strict=False)]

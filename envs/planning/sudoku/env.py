@@ -60,13 +60,9 @@ class SudokuEnv(PlanningEnv):
         **kwargs: Any,
     ) -> None:
         if difficulty not in PRESETS:
-            raise ValueError(
-                f"SudokuEnv: difficulty={difficulty!r}; choose one of {sorted(PRESETS)}"
-            )
+            raise ValueError(f"SudokuEnv: difficulty={difficulty!r}; choose one of {sorted(PRESETS)}")
         overrides = {
-            name: value
-            for name, value in dict(size=size, num_blanks=num_blanks).items()
-            if value is not None
+            name: value for name, value in dict(size=size, num_blanks=num_blanks).items() if value is not None
         }
         self.params: SudokuParams = dataclasses.replace(PRESETS[difficulty], **overrides)
         self.difficulty = difficulty

@@ -54,7 +54,7 @@ class _Units:
     all_digits: int  # bitmask with bits 1..size set
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _units(size: int) -> _Units:
     if size not in BOX_SHAPES:
         raise ValueError(f"Sudoku size must be one of {sorted(BOX_SHAPES)}, got {size}")
@@ -66,9 +66,7 @@ def _units(size: int) -> _Units:
         box_cols=box_cols,
         row_of=tuple(i // size for i in cells),
         col_of=tuple(i % size for i in cells),
-        box_of=tuple(
-            (i // size) // box_rows * (size // box_cols) + (i % size) // box_cols for i in cells
-        ),
+        box_of=tuple((i // size) // box_rows * (size // box_cols) + (i % size) // box_cols for i in cells),
         all_digits=(1 << (size + 1)) - 2,
     )
 
@@ -242,14 +240,12 @@ class Board:
             if count == 0:
                 raise ValueError("these Sudoku clues have no solution")
             if count > 1:
-                raise ValueError(
-                    "these Sudoku clues have several solutions; a board needs exactly one"
-                )
+                raise ValueError("these Sudoku clues have several solutions; a board needs exactly one")
             assert found is not None
             full = found
         else:
             full = parse_grid(solution)
-            if len(full) != len(flat) or any(g not in (EMPTY, s) for g, s in zip(flat, full)):
+            if len(full) != len(flat) or any(g not in (EMPTY, s) for g, s in zip(flat, full, strict=True)):
                 raise ValueError("solution does not agree with the clues")
             if EMPTY in full or _search(full, size, limit=1)[0] != 1:
                 raise ValueError("solution is not a complete, valid grid")
@@ -414,8 +410,7 @@ class Sudoku:
         size, box_rows, box_cols = self.board.size, self.board.box_rows, self.board.box_cols
         stacks = size // box_cols
         header = "    " + "   ".join(
-            " ".join(str(c + 1) for c in range(s * box_cols, (s + 1) * box_cols))
-            for s in range(stacks)
+            " ".join(str(c + 1) for c in range(s * box_cols, (s + 1) * box_cols)) for s in range(stacks)
         )
         rule = "  +" + "+".join("-" * (2 * box_cols + 1) for _ in range(stacks)) + "+"
         lines = [header, rule]

@@ -44,9 +44,7 @@ class SudokuParams:
 
     def __post_init__(self) -> None:
         if self.size not in BOX_SHAPES:
-            raise ValueError(
-                f"size must be one of {sorted(BOX_SHAPES)} (4x4 or 9x9), got {self.size!r}"
-            )
+            raise ValueError(f"size must be one of {sorted(BOX_SHAPES)} (4x4 or 9x9), got {self.size!r}")
         limit = MAX_BLANKS[self.size]
         if isinstance(self.num_blanks, bool) or not isinstance(self.num_blanks, int):
             raise ValueError(f"num_blanks must be an int in [1, {limit}], got {self.num_blanks!r}")
@@ -71,9 +69,7 @@ def random_full_grid(size: int, rng: np.random.Generator) -> tuple[int, ...]:
     return grid
 
 
-def generate_level(
-    params: SudokuParams, rng: np.random.Generator, max_tries: int = 100
-) -> PlanningLevel:
+def generate_level(params: SudokuParams, rng: np.random.Generator, max_tries: int = 100) -> PlanningLevel:
     """A puzzle with exactly ``params.num_blanks`` blanks and a unique solution.
 
     Raises:
@@ -96,9 +92,7 @@ def generate_level(
         if blanks == params.num_blanks:
             puzzle = Sudoku(Board.create(tuple(grid), solution=solution))
             fingerprint = f"sudoku|{params}|" + puzzle.render()
-            return PlanningLevel(
-                puzzle=puzzle, optimal_moves=params.num_blanks, fingerprint=fingerprint
-            )
+            return PlanningLevel(puzzle=puzzle, optimal_moves=params.num_blanks, fingerprint=fingerprint)
     raise RuntimeError(
         f"Could not blank {params.num_blanks} cells of a {params.size}x{params.size} Sudoku "
         f"with a unique solution in {max_tries} tries: lower num_blanks."

@@ -24,8 +24,7 @@ RULES = (
     "already in its row, column or box is illegal. The puzzle has exactly one solution."
 )
 GRAMMAR = (
-    "Write each fill as r<row>c<column>=<digit>, separated by commas, e.g. "
-    "<answer>r1c2=3, r4c4=1</answer>."
+    "Write each fill as r<row>c<column>=<digit>, separated by commas, e.g. <answer>r1c2=3, r4c4=1</answer>."
 )
 ROLE_JOBS = {
     "planner": (

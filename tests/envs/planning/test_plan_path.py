@@ -106,7 +106,11 @@ def test_generator_is_seeded_and_solvable(difficulty):
 
 @pytest.mark.parametrize(
     "kwargs,match",
-    [({"height": 1}, "at least 2x2"), ({"wall_density": 0.9}, "wall_density"), ({"min_distance": 99}, "min_distance")],
+    [
+        ({"height": 1}, "at least 2x2"),
+        ({"wall_density": 0.9}, "wall_density"),
+        ({"min_distance": 99}, "min_distance"),
+    ],
 )
 def test_params_validation(kwargs, match):
     base = dict(height=5, width=5, wall_density=0.2, min_distance=3)
@@ -129,7 +133,10 @@ def test_planner_reward_scores_plan_on_a_copy_executor_gets_real_progress():
     best = env.solution()
     env.step(f"<answer>{' '.join(best)}</answer>")  # planner: a full optimal plan
     terms = env.infos["planner_0"]["reward_terms"]
-    assert terms == {"local/plan_progress": pytest.approx(1.0 - env.puzzle.potential()), "local/plan_solves": 0.5}
+    assert terms == {
+        "local/plan_progress": pytest.approx(1.0 - env.puzzle.potential()),
+        "local/plan_solves": 0.5,
+    }
     assert env.state_key() == start  # the planner never moves the walker
     assert "The planner says:\n<answer>" in env.observe("executor_0")["prompt"]
     env.step(f"<answer>{best[0]}</answer>")  # executor: one step
