@@ -118,6 +118,7 @@ class TextAECEnv(AECEnv):
     }
     TEAMS: ClassVar[dict[str, tuple[str, ...]]] = {}
     DEFAULT_MAX_CYCLES: ClassVar[int] = 20
+    spec = None  # the EnvSpec when built by envs.make (like Gymnasium)
     # Attributes a clone shares with its original instead of copying: immutable task data.
     CLONE_SHARED_ATTRS: ClassVar[tuple[str, ...]] = ("spec",)
 

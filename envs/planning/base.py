@@ -32,6 +32,7 @@ in the feedback, not penalised).
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol
@@ -138,6 +139,14 @@ class PlanningEnv(TextAECEnv):
         self.level = generate_in_split(task_seed, self._generate_level, lambda lv: lv.fingerprint)
         self.puzzle = self.level.puzzle.copy()
         self.moves_made = 0
+        horizon = self.max_cycles * self.max_moves_per_turn
+        if self.level.optimal_moves > horizon:
+            warnings.warn(
+                f"{type(self).__name__}: task {task_seed} needs {self.level.optimal_moves} moves but an "
+                f"episode allows at most max_cycles * max_moves_per_turn = {horizon}; raise one of "
+                "them or pick a smaller difficulty, or no team can solve it.",
+                stacklevel=2,
+            )
 
     def _state_key(self) -> Hashable:
         return self.puzzle.key()
@@ -235,11 +244,15 @@ class PlanningEnv(TextAECEnv):
     # ------------------------------------------------------------- oracle support
     def solution(self) -> list[Any] | None:
         """An optimal move list from the current state (the exact solver); ``None`` if
-        the current state cannot be solved any more."""
+        the current state cannot be solved any more (a Sokoban box in a corner, a wrong
+        Sudoku digit that leaves no completion). The solver runs on every call; the
+        presets solve in milliseconds, very large custom levels can take seconds."""
         return self._solve(self.puzzle)
 
     def oracle_response(self, agent: str) -> str:
         """The response an oracle ``agent`` gives now: the next optimal moves (at most
-        ``max_moves_per_turn``) in the grammar, inside answer tags."""
+        ``max_moves_per_turn``) in the grammar, inside answer tags. From a state with no
+        solution it answers an empty block (an invalid action): the oracle never gets
+        there by itself, since it only plays optimal moves."""
         moves = self.solution() or []
         return f"<answer>{self._format_moves(moves[: self.max_moves_per_turn])}</answer>"

@@ -178,3 +178,9 @@ def test_moves_past_the_turn_limit_are_ignored():
     env.reset(seed=0)
     env.step(env.oracle_response("solver_0").replace("</answer>", " U U U</answer>"))
     assert env.moves_made == 1 and "ignored" in env.infos["solver_0"]["feedback"]
+
+
+def test_a_level_longer_than_the_episode_warns():
+    env = envs.make("plan_path", difficulty="hard", max_cycles=1, max_moves_per_turn=2)
+    with pytest.warns(UserWarning, match="max_cycles \\* max_moves_per_turn = 2"):
+        env.reset(seed=0)
