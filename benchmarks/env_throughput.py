@@ -202,7 +202,7 @@ def main(argv: list[str] | None = None) -> None:
     print(f"teamgym env throughput (levels={args.levels} per preset, {args.seconds}s stepping per preset)\n")
     rows = []
     for env_id in BUILTIN:
-        for difficulty in envs.make(env_id).PRESETS:
+        for difficulty in envs.make(env_id).GAME.presets:
             rate, _ = measure_steps(env_id, difficulty, args.seconds)
             clone = measure_clone(env_id, difficulty, repeats=20 if args.quick else 200)
             raw, reset = measure_generation(env_id, difficulty, args.levels)

@@ -32,8 +32,9 @@ in the feedback, not penalised).
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol
 
@@ -43,7 +44,7 @@ from envs.core import StepOutcome, TextAECEnv, role_of, to_ascii
 from envs.parsing import extract_answer
 from envs.splits import generate_in_split
 
-__all__ = ["Puzzle", "PlanningLevel", "PlanningEnv"]
+__all__ = ["Puzzle", "PlanningLevel", "PlanningGame", "PlanningEnv"]
 
 
 class Puzzle(Protocol):
@@ -78,61 +79,85 @@ class PlanningLevel:
     fingerprint: str
 
 
+@dataclass(frozen=True)
+class PlanningGame:
+    """The pure functions a planning env is made of (its ``game.py``, ``levels.py`` and
+    ``prompts.py``), so each env class only declares them and its size arguments.
+
+    Attributes:
+        presets: Difficulty name -> frozen params dataclass (sizes, generation knobs).
+        generate_level: ``(params, rng) -> PlanningLevel``: a solvable level with its
+            optimal solution length.
+        solve: ``(puzzle) -> moves | None``: an optimal move list (``None``: unsolvable).
+        parse_moves: ``(answer text) -> (moves, error | None)``.
+        format_moves: ``(moves) -> text`` in the grammar (what goes inside the tags).
+        instructions: ``(role, max_moves_per_turn) -> text``: rules, grammar, the role's job.
+    """
+
+    presets: Mapping[str, Any]
+    generate_level: Callable[[Any, np.random.Generator], PlanningLevel]
+    solve: Callable[[Any], list[Any] | None]
+    parse_moves: Callable[[str], tuple[list[Any], str | None]]
+    format_moves: Callable[[list[Any]], str]
+    instructions: Callable[[str, int], str]
+
+
 class PlanningEnv(TextAECEnv):
-    """Planner/executor env over a ``Puzzle``. Subclasses implement the level generator,
-    the solver and the grammar hooks below and set ``PUZZLE_NAME``."""
+    """Planner/executor env over a ``Puzzle``. Subclasses set ``GAME`` and pass their
+    size arguments to ``__init__`` as ``sizes`` (``None`` values keep the preset's).
+
+    Args:
+        difficulty: A key of ``GAME.presets``.
+        sizes: Overrides of the preset's params fields (``None`` values are ignored).
+        max_moves_per_turn: Moves read from one answer (default per env).
+        success_bonus, optimality_bonus, plan_bonus: Reward sizes (module docstring).
+        **kwargs: ``TextAECEnv`` arguments (team, alpha, max_cycles, split, ...).
+    """
 
     TEAMS: ClassVar[dict[str, tuple[str, ...]]] = {
         "mas": ("planner", "executor"),
         "single": ("solver",),
     }
     CLONE_SHARED_ATTRS: ClassVar[tuple[str, ...]] = ("spec", "level")
-    PUZZLE_NAME: ClassVar[str] = "puzzle"
     DEFAULT_MAX_MOVES_PER_TURN: ClassVar[int] = 10
+    GAME: ClassVar[PlanningGame]
 
     def __init__(
         self,
         *,
+        difficulty: str = "easy",
+        sizes: Mapping[str, Any] | None = None,
         max_moves_per_turn: int | None = None,
         success_bonus: float = 1.0,
         optimality_bonus: float = 0.5,
         plan_bonus: float = 0.5,
         **kwargs: Any,
     ) -> None:
+        name = type(self).__name__
+        presets = self.GAME.presets
+        if difficulty not in presets:
+            raise ValueError(f"{name}: difficulty={difficulty!r}; choose one of {sorted(presets)}")
+        overrides = {field: value for field, value in (sizes or {}).items() if value is not None}
+        self.params = dataclasses.replace(presets[difficulty], **overrides)  # validates sizes
+        self.difficulty = difficulty
         super().__init__(**kwargs)
         if max_moves_per_turn is None:
             max_moves_per_turn = self.DEFAULT_MAX_MOVES_PER_TURN
         if not isinstance(max_moves_per_turn, int) or max_moves_per_turn < 1:
-            raise ValueError(
-                f"{type(self).__name__}: max_moves_per_turn must be a positive int, "
-                f"got {max_moves_per_turn!r}"
-            )
+            raise ValueError(f"{name}: max_moves_per_turn must be a positive int, got {max_moves_per_turn!r}")
         self.max_moves_per_turn = max_moves_per_turn
         self.success_bonus = float(success_bonus)
         self.optimality_bonus = float(optimality_bonus)
         self.plan_bonus = float(plan_bonus)
 
-    # ------------------------------------------------------------- subclass hooks
     def _generate_level(self, rng: np.random.Generator) -> PlanningLevel:
-        """A new level from ``rng`` at this env's size/difficulty (solvable, with its
-        optimal solution length)."""
-        raise NotImplementedError
-
-    def _solve(self, puzzle: Any) -> list[Any] | None:
-        """An optimal move list from ``puzzle`` (``None`` if unsolvable)."""
-        raise NotImplementedError
+        return self.GAME.generate_level(self.params, rng)
 
     def _parse_moves(self, answer: str) -> tuple[list[Any], str | None]:
-        """Moves in an answer's text, or an error message naming the bad item."""
-        raise NotImplementedError
+        return self.GAME.parse_moves(answer)
 
     def _format_moves(self, moves: list[Any]) -> str:
-        """Moves written in the grammar (what an ideal answer puts inside the tags)."""
-        raise NotImplementedError
-
-    def _instructions(self, role: str) -> str:
-        """Rules, grammar and the role's job (from the env's ``prompts.py``)."""
-        raise NotImplementedError
+        return self.GAME.format_moves(moves)
 
     # ------------------------------------------------------------- TextAECEnv hooks
     def _start_task(self, task_seed: int) -> None:
@@ -159,7 +184,12 @@ class PlanningEnv(TextAECEnv):
 
     def _prompt(self, agent: str) -> str:
         role = role_of(agent)
-        parts = [self._instructions(role), "", "Current state:", self.puzzle.render()]
+        parts = [
+            self.GAME.instructions(role, self.max_moves_per_turn),
+            "",
+            "Current state:",
+            self.puzzle.render(),
+        ]
         parts.append(self._legal_moves_text(agent))
         if role == "executor":
             plan = self._last_message_from("planner")
@@ -247,7 +277,7 @@ class PlanningEnv(TextAECEnv):
         the current state cannot be solved any more (a Sokoban box in a corner, a wrong
         Sudoku digit that leaves no completion). The solver runs on every call; the
         presets solve in milliseconds, very large custom levels can take seconds."""
-        return self._solve(self.puzzle)
+        return self.GAME.solve(self.puzzle)
 
     def oracle_response(self, agent: str) -> str:
         """The response an oracle ``agent`` gives now: the next optimal moves (at most

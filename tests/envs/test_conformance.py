@@ -302,7 +302,7 @@ def _builtin_cases():
 
 @pytest.mark.parametrize("env_id,team", _builtin_cases())
 def test_oracle_solves_every_size_preset(env_id, team):
-    presets = envs.make(env_id).PRESETS
+    presets = envs.make(env_id).GAME.presets
     assert {"easy", "medium", "hard"} <= set(presets)
     for difficulty in presets:
         for seed in range(8):

@@ -20,14 +20,11 @@ Version history: v0 - first release.
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any, ClassVar
 
-import numpy as np
-
-from envs.planning.base import PlanningEnv, PlanningLevel
+from envs.planning.base import PlanningEnv, PlanningGame
 from envs.planning.plan_path import game, prompts
-from envs.planning.plan_path.levels import PRESETS, PlanPathParams, generate_level
+from envs.planning.plan_path.levels import PRESETS, generate_level
 
 __all__ = ["PlanPathEnv"]
 
@@ -36,8 +33,14 @@ class PlanPathEnv(PlanningEnv):
     """Grid path-finding for a planner/executor team (see module docstring)."""
 
     metadata: ClassVar[dict[str, Any]] = {**PlanningEnv.metadata, "name": "plan_path_v0"}
-    PUZZLE_NAME = "Plan-Path"
-    PRESETS = PRESETS
+    GAME = PlanningGame(
+        presets=PRESETS,
+        generate_level=generate_level,
+        solve=game.solve,
+        parse_moves=prompts.parse_moves,
+        format_moves=prompts.format_moves,
+        instructions=prompts.instructions,
+    )
 
     def __init__(
         self,
@@ -49,30 +52,8 @@ class PlanPathEnv(PlanningEnv):
         min_distance: int | None = None,
         **kwargs: Any,
     ) -> None:
-        if difficulty not in PRESETS:
-            raise ValueError(f"PlanPathEnv: difficulty={difficulty!r}; choose one of {sorted(PRESETS)}")
-        overrides = {
-            name: value
-            for name, value in dict(
-                height=height, width=width, wall_density=wall_density, min_distance=min_distance
-            ).items()
-            if value is not None
-        }
-        self.params: PlanPathParams = dataclasses.replace(PRESETS[difficulty], **overrides)
-        self.difficulty = difficulty
-        super().__init__(**kwargs)
-
-    def _generate_level(self, rng: np.random.Generator) -> PlanningLevel:
-        return generate_level(self.params, rng)
-
-    def _solve(self, puzzle: game.PlanPath) -> list[str]:
-        return game.solve(puzzle)
-
-    def _parse_moves(self, answer: str) -> tuple[list[str], str | None]:
-        return prompts.parse_moves(answer)
-
-    def _format_moves(self, moves: list[str]) -> str:
-        return prompts.format_moves(moves)
-
-    def _instructions(self, role: str) -> str:
-        return prompts.instructions(role, self.max_moves_per_turn)
+        super().__init__(
+            difficulty=difficulty,
+            sizes=dict(height=height, width=width, wall_density=wall_density, min_distance=min_distance),
+            **kwargs,
+        )

@@ -38,14 +38,11 @@ Version history: v0 - first release.
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any, ClassVar
 
-import numpy as np
-
-from envs.planning.base import PlanningEnv, PlanningLevel
+from envs.planning.base import PlanningEnv, PlanningGame
 from envs.planning.sokoban import game, prompts
-from envs.planning.sokoban.levels import PRESETS, SokobanParams, generate_level
+from envs.planning.sokoban.levels import PRESETS, generate_level
 
 __all__ = ["SokobanEnv"]
 
@@ -54,8 +51,14 @@ class SokobanEnv(PlanningEnv):
     """Box pushing for a planner/executor team (see module docstring)."""
 
     metadata: ClassVar[dict[str, Any]] = {**PlanningEnv.metadata, "name": "sokoban_v0"}
-    PUZZLE_NAME = "Sokoban"
-    PRESETS = PRESETS
+    GAME = PlanningGame(
+        presets=PRESETS,
+        generate_level=generate_level,
+        solve=game.solve,
+        parse_moves=prompts.parse_moves,
+        format_moves=prompts.format_moves,
+        instructions=prompts.instructions,
+    )
 
     def __init__(
         self,
@@ -71,11 +74,9 @@ class SokobanEnv(PlanningEnv):
         max_moves: int | None = None,
         **kwargs: Any,
     ) -> None:
-        if difficulty not in PRESETS:
-            raise ValueError(f"SokobanEnv: difficulty={difficulty!r}; choose one of {sorted(PRESETS)}")
-        overrides = {
-            name: value
-            for name, value in dict(
+        super().__init__(
+            difficulty=difficulty,
+            sizes=dict(
                 height=height,
                 width=width,
                 num_boxes=num_boxes,
@@ -84,24 +85,6 @@ class SokobanEnv(PlanningEnv):
                 straight_pull_probability=straight_pull_probability,
                 min_moves=min_moves,
                 max_moves=max_moves,
-            ).items()
-            if value is not None
-        }
-        self.params: SokobanParams = dataclasses.replace(PRESETS[difficulty], **overrides)
-        self.difficulty = difficulty
-        super().__init__(**kwargs)
-
-    def _generate_level(self, rng: np.random.Generator) -> PlanningLevel:
-        return generate_level(self.params, rng)
-
-    def _solve(self, puzzle: game.Sokoban) -> list[str] | None:
-        return game.solve(puzzle)
-
-    def _parse_moves(self, answer: str) -> tuple[list[str], str | None]:
-        return prompts.parse_moves(answer)
-
-    def _format_moves(self, moves: list[str]) -> str:
-        return prompts.format_moves(moves)
-
-    def _instructions(self, role: str) -> str:
-        return prompts.instructions(role, self.max_moves_per_turn)
+            ),
+            **kwargs,
+        )

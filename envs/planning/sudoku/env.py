@@ -31,14 +31,11 @@ Version history: v0 - first release.
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any, ClassVar
 
-import numpy as np
-
-from envs.planning.base import PlanningEnv, PlanningLevel
+from envs.planning.base import PlanningEnv, PlanningGame
 from envs.planning.sudoku import game, prompts
-from envs.planning.sudoku.levels import PRESETS, SudokuParams, generate_level
+from envs.planning.sudoku.levels import PRESETS, generate_level
 
 __all__ = ["SudokuEnv"]
 
@@ -47,8 +44,14 @@ class SudokuEnv(PlanningEnv):
     """Sudoku for a planner/executor team (see module docstring)."""
 
     metadata: ClassVar[dict[str, Any]] = {**PlanningEnv.metadata, "name": "sudoku_v0"}
-    PUZZLE_NAME = "Sudoku"
-    PRESETS = PRESETS
+    GAME = PlanningGame(
+        presets=PRESETS,
+        generate_level=generate_level,
+        solve=game.solve,
+        parse_moves=prompts.parse_moves,
+        format_moves=prompts.format_moves,
+        instructions=prompts.instructions,
+    )
     DEFAULT_MAX_MOVES_PER_TURN = 81  # a whole 9x9 solution fits in one answer
 
     def __init__(
@@ -59,29 +62,7 @@ class SudokuEnv(PlanningEnv):
         num_blanks: int | None = None,
         **kwargs: Any,
     ) -> None:
-        if difficulty not in PRESETS:
-            raise ValueError(f"SudokuEnv: difficulty={difficulty!r}; choose one of {sorted(PRESETS)}")
-        overrides = {
-            name: value for name, value in dict(size=size, num_blanks=num_blanks).items() if value is not None
-        }
-        self.params: SudokuParams = dataclasses.replace(PRESETS[difficulty], **overrides)
-        self.difficulty = difficulty
-        super().__init__(**kwargs)
-
-    def _generate_level(self, rng: np.random.Generator) -> PlanningLevel:
-        return generate_level(self.params, rng)
-
-    def _solve(self, puzzle: game.Sudoku) -> list[game.Move] | None:
-        return game.solve(puzzle)
-
-    def _parse_moves(self, answer: str) -> tuple[list[game.Move], str | None]:
-        return prompts.parse_moves(answer)
-
-    def _format_moves(self, moves: list[game.Move]) -> str:
-        return prompts.format_moves(moves)
-
-    def _instructions(self, role: str) -> str:
-        return prompts.instructions(role, self.max_moves_per_turn)
+        super().__init__(difficulty=difficulty, sizes=dict(size=size, num_blanks=num_blanks), **kwargs)
 
     def _legal_moves_text(self, agent: str) -> str:
         """Compact form of the legal fills: each empty cell with its allowed digits, e.g.
