@@ -189,8 +189,8 @@ class PlanningEnv(TextAECEnv):
             "",
             "Current state:",
             self.puzzle.render(),
+            self._legal_moves_text(agent),
         ]
-        parts.append(self._legal_moves_text(agent))
         if role == "executor":
             plan = self._last_message_from("planner")
             parts += ["", "The planner says:", plan if plan is not None else "(nothing yet)"]
