@@ -109,6 +109,8 @@ class TextAECEnv(AECEnv):
         render_mode: ``None``, ``"ansi"`` or ``"human"``.
         max_action_chars: Longer responses are cut to this many characters before parsing.
         max_prompt_chars: Observation space bound; longer prompts are cut (tail kept).
+        turn_order: The team's roles in the order they act (default: ``TEAMS[team]``);
+            must be a permutation of them.
     """
 
     metadata: ClassVar[dict[str, Any]] = {
@@ -134,6 +136,7 @@ class TextAECEnv(AECEnv):
         render_mode: str | None = None,
         max_action_chars: int = 4096,
         max_prompt_chars: int = 32_768,
+        turn_order: tuple[str, ...] | list[str] | None = None,
     ) -> None:
         super().__init__()
         cls = type(self).__name__
@@ -165,7 +168,14 @@ class TextAECEnv(AECEnv):
         self.render_mode = render_mode
         self.max_action_chars = max_action_chars
         self.max_prompt_chars = max_prompt_chars
-        self.roles: tuple[str, ...] = self.TEAMS[team]
+        if turn_order is None:
+            turn_order = self.TEAMS[team]
+        if sorted(turn_order) != sorted(self.TEAMS[team]):
+            raise ValueError(
+                f"{cls}: turn_order={tuple(turn_order)!r} must be a permutation of the {team!r} team's "
+                f"roles {self.TEAMS[team]!r}"
+            )
+        self.roles: tuple[str, ...] = tuple(turn_order)
         self.possible_agents = [f"{role}_0" for role in self.roles]
         self._observation_spaces: dict[str, spaces.Space] = {}
         self._action_spaces: dict[str, spaces.Space] = {}

@@ -27,6 +27,7 @@ def test_role_of():
         ({"invalid_penalty": -1}, "invalid_penalty"),
         ({"render_mode": "rgb_array"}, "render_mode='rgb_array'"),
         ({"split": "dev"}, "split must be one of"),
+        ({"turn_order": ("planner",)}, "must be a permutation"),
     ],
 )
 def test_constructor_errors_name_the_field(kwargs, match):
@@ -76,3 +77,11 @@ def test_dead_agents_must_step_none():
     assert all(env.truncations.values())
     with pytest.raises(ValueError, match="only valid action is None"):
         env.step("<answer>U</answer>")
+
+
+def test_turn_order_override():
+    env = envs.make("plan_path", turn_order=("executor", "planner"))
+    env.reset(seed=0)
+    assert env.possible_agents == ["executor_0", "planner_0"] and env.agent_selection == "executor_0"
+    env.step("")
+    assert env.agent_selection == "planner_0"
