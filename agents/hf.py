@@ -185,12 +185,15 @@ class HFPolicy:
         positions = (mask.cumsum(-1) - 1).clamp(min=0)
         cache = DynamicCache()
         # One forward per unique prompt; the K samples share it through the repeated cache.
+        # logits_to_keep=1: only the last position's vocabulary logits are needed (the full
+        # prompt x vocab logits cost more than the rest of the prefill on a small model).
         logits = self.model(
             input_ids=input_ids,
             attention_mask=mask,
             position_ids=positions,
             past_key_values=cache,
             use_cache=True,
+            logits_to_keep=1,
         ).logits[:, -1, :]
         if num_samples > 1:
             cache.batch_repeat_interleave(num_samples)

@@ -32,6 +32,7 @@ the env said about that agent's last action).
 from __future__ import annotations
 
 import copy
+import re
 import string
 from collections.abc import Hashable
 from dataclasses import dataclass, field
@@ -49,6 +50,7 @@ __all__ = ["TextAECEnv", "StepOutcome", "to_ascii", "role_of", "INVALID_ACTION_M
 PRINTABLE = string.printable
 _PRINTABLE_SET = frozenset(PRINTABLE)
 INVALID_ACTION_MODES = ("penalize", "terminate")
+_ROLE_PATTERN = re.compile(r"^[a-z][a-z0-9]*$")
 
 
 def to_ascii(text: str, max_chars: int | None = None) -> str:
@@ -142,6 +144,9 @@ class TextAECEnv(AECEnv):
         cls = type(self).__name__
         if team not in self.TEAMS:
             raise ValueError(f"{cls}: team={team!r} is unknown; choose one of {sorted(self.TEAMS)}")
+        bad_roles = [role for role in self.TEAMS[team] if not _ROLE_PATTERN.match(role)]
+        if bad_roles:  # agent ids are "<role>_<n>": a role with "_" or capitals breaks role_of()
+            raise ValueError(f"{cls}.TEAMS[{team!r}]: roles must be one lowercase word, got {bad_roles}")
         if invalid_action not in INVALID_ACTION_MODES:
             raise ValueError(
                 f"{cls}: invalid_action={invalid_action!r}; choose one of {INVALID_ACTION_MODES}"

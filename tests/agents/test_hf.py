@@ -155,3 +155,24 @@ def test_default_model_answers_and_its_logprobs_match():
     assert max_logprob_error(policy, groups, 0.7) <= LOGPROB_TOLERANCE
     greedy = policy.generate(prompts[:1], sampling=SamplingParams(temperature=0, max_new_tokens=8))
     assert "paris" in greedy[0][0].text.lower()
+
+
+@pytest.mark.gpu
+def test_cuda_logprobs_match_in_fp32_and_bf16_runs():
+    policy = HFPolicy("tiny-test", device="cuda", dtype=torch.float32)
+    sampling = SamplingParams(temperature=0.7, max_new_tokens=16, seed=0)
+    groups = policy.generate(PROMPTS, num_samples=2, sampling=sampling)
+    worst = 0.0
+    for group in groups:
+        for g in group:
+            ids = torch.tensor([list(g.prompt_token_ids) + list(g.token_ids)], device="cuda")
+            with torch.inference_mode():
+                logits = policy.model(input_ids=ids).logits[0].float().cpu()
+            start = len(g.prompt_token_ids) - 1
+            lp = sampling_logprobs(logits[start : start + len(g.token_ids)], 0.7)
+            expected = lp.gather(-1, torch.tensor(g.token_ids).unsqueeze(-1)).squeeze(-1)
+            worst = max(worst, (expected - torch.tensor(g.logprobs)).abs().max().item())
+    assert worst <= LOGPROB_TOLERANCE
+    bf16 = HFPolicy("tiny-test", device="cuda")  # default dtype on CUDA: bfloat16
+    assert bf16.model.dtype == torch.bfloat16
+    assert all(g.token_ids for group in bf16.generate(PROMPTS, sampling=sampling) for g in group)

@@ -110,8 +110,6 @@ def test_dtype_argument():
 
 @pytest.mark.gpu
 def test_cuda_defaults_to_bfloat16():
-    if not torch.cuda.is_available():
-        pytest.skip("no CUDA device")
     model, tok = models.load_model(models.TINY_TEST_MODEL, device="cuda")
     assert model.dtype == torch.bfloat16 and model.device.type == "cuda"
     enc = tok(["hi", "hello"], padding=True, return_tensors="pt").to("cuda")

@@ -85,3 +85,13 @@ def test_turn_order_override():
     assert env.possible_agents == ["executor_0", "planner_0"] and env.agent_selection == "executor_0"
     env.step("")
     assert env.agent_selection == "planner_0"
+
+
+def test_roles_must_be_one_lowercase_word():
+    from envs.planning.plan_path.env import PlanPathEnv
+
+    class BadRoles(PlanPathEnv):
+        TEAMS = {"mas": ("web_agent", "executor")}
+
+    with pytest.raises(ValueError, match=r"roles must be one lowercase word, got \['web_agent'\]"):
+        BadRoles()

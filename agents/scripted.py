@@ -1,0 +1,154 @@
+"""Scripted policies: the oracle (ceiling) and random (floor) rows of evaluation tables.
+
+They implement the ``Policy`` protocol but read the game state instead of the text: the
+rollout (or ``agents.team.Team.prompt_for``) attaches the env and the acting agent to each
+``Prompt`` (``Prompt(text, env=env, agent=agent)``). They never mutate the env.
+
+* ``OraclePolicy``: answers ``env.oracle_response(agent)`` (planning envs: the next
+  optimal moves from the exact solver). Deterministic, so all samples are equal.
+* ``RandomPolicy``: answers one uniformly random legal move, ``<answer>MOVE</answer>``,
+  drawn from ``env.infos[agent]["legal_moves"]``.
+
+Their generations carry no tokens (``token_ids == logprobs == ()``): they are baselines
+and scripted teammates, not policies a learner can update.
+
+``SCRIPTED_POLICIES`` maps the names used on command lines to the classes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from agents.base import Generation, Prompt, SamplingParams, as_prompt
+
+__all__ = ["OraclePolicy", "RandomPolicy", "SCRIPTED_POLICIES"]
+
+
+def _scripted_generation(text: str) -> Generation:
+    return Generation(text=text, prompt_token_ids=(), token_ids=(), logprobs=(), finish_reason="stop")
+
+
+def _check_call(policy_name: str, num_samples: int, adapter: str | None) -> None:
+    if not isinstance(num_samples, int) or num_samples < 1:
+        raise ValueError(f"num_samples must be an int >= 1, got {num_samples!r}")
+    if adapter is not None:
+        raise ValueError(
+            f"{policy_name} has no adapters, got adapter={adapter!r}; bind it with adapter=None "
+            "(e.g. agents.team.RoleBinding(policy) or Team(env, {role: policy}))"
+        )
+
+
+def _env_and_agent(policy_name: str, prompt: str | Prompt) -> tuple[Any, str]:
+    """The env and agent attached to a prompt, or a ValueError that says how to attach them."""
+    prompt = as_prompt(prompt)
+    if prompt.env is None or prompt.agent is None:
+        raise ValueError(
+            f"{policy_name} reads the game state, but the prompt has no env/agent attached; pass "
+            "Prompt(text, env=env, agent=agent) (agents.team.Team.prompt_for does this) instead of "
+            "plain text"
+        )
+    return prompt.env, prompt.agent
+
+
+class OraclePolicy:
+    """The env's exact solver as a policy: the ceiling of an evaluation table.
+
+    Args:
+        name: Policy name used in logs and records.
+    """
+
+    def __init__(self, name: str = "oracle") -> None:
+        self.name = name
+
+    def generate(
+        self,
+        prompts: Sequence[str | Prompt],
+        *,
+        num_samples: int = 1,
+        sampling: SamplingParams | None = None,
+        adapter: str | None = None,
+    ) -> list[list[Generation]]:
+        """``num_samples`` copies of ``prompt.env.oracle_response(prompt.agent)`` per prompt.
+
+        Raises:
+            ValueError: A prompt without an attached env and agent, or a non-None adapter.
+            TypeError: The env has no ``oracle_response`` (no exact solver).
+        """
+        _check_call(self.name, num_samples, adapter)
+        results = []
+        for prompt in prompts:
+            env, agent = _env_and_agent(self.name, prompt)
+            oracle = getattr(env, "oracle_response", None)
+            if not callable(oracle):
+                raise TypeError(
+                    f"{type(env).__name__} has no exact solver / oracle (no oracle_response(agent) "
+                    "method), so OraclePolicy cannot play it; use a model or RandomPolicy instead"
+                )
+            text = oracle(agent)
+            results.append([_scripted_generation(text) for _ in range(num_samples)])
+        return results
+
+    def __repr__(self) -> str:
+        return f"OraclePolicy(name={self.name!r})"
+
+
+class RandomPolicy:
+    """A uniformly random legal move per sample: the floor of an evaluation table.
+
+    Args:
+        seed: Seed of the policy's own RNG stream, used when ``sampling.seed`` is None
+            (two policies with the same seed give the same answers call after call).
+        name: Policy name used in logs and records.
+    """
+
+    def __init__(self, seed: int = 0, name: str = "random") -> None:
+        self.name = name
+        self.seed = seed
+        self._rng = np.random.default_rng(seed)
+
+    def generate(
+        self,
+        prompts: Sequence[str | Prompt],
+        *,
+        num_samples: int = 1,
+        sampling: SamplingParams | None = None,
+        adapter: str | None = None,
+    ) -> list[list[Generation]]:
+        """For each prompt, ``num_samples`` answers ``<answer>MOVE</answer>`` with MOVE drawn
+        uniformly from ``env.infos[agent]["legal_moves"]`` (``<answer></answer>`` if none).
+
+        The RNG is ``np.random.default_rng(sampling.seed)`` when that seed is set, else the
+        policy's own stream.
+
+        Raises:
+            ValueError: A prompt without an attached env and agent, or a non-None adapter.
+            TypeError: The env does not report ``infos[agent]["legal_moves"]``.
+        """
+        _check_call(self.name, num_samples, adapter)
+        seed = sampling.seed if sampling is not None else None
+        rng = np.random.default_rng(seed) if seed is not None else self._rng
+        results = []
+        for prompt in prompts:
+            env, agent = _env_and_agent(self.name, prompt)
+            info = getattr(env, "infos", {}).get(agent)
+            if info is None or "legal_moves" not in info:
+                raise TypeError(
+                    f"{type(env).__name__} reports no infos[{agent!r}]['legal_moves'], which "
+                    "RandomPolicy draws from (was the env reset, and is the agent one of its agents?)"
+                )
+            legal = list(info["legal_moves"])
+            group = []
+            for _ in range(num_samples):
+                move = legal[int(rng.integers(len(legal)))] if legal else ""
+                group.append(_scripted_generation(f"<answer>{move}</answer>"))
+            results.append(group)
+        return results
+
+    def __repr__(self) -> str:
+        return f"RandomPolicy(seed={self.seed!r}, name={self.name!r})"
+
+
+SCRIPTED_POLICIES: dict[str, type] = {"oracle": OraclePolicy, "random": RandomPolicy}

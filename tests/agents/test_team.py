@@ -1,0 +1,223 @@
+"""Team: role bindings and their validation, shared vs per-role, workflow graphs, acting."""
+
+from __future__ import annotations
+
+import networkx as nx
+import pytest
+
+import envs
+from agents.base import Prompt, SamplingParams
+from agents.hf import HFPolicy
+from agents.scripted import OraclePolicy, RandomPolicy
+from agents.team import RoleBinding, Team, default_workflow
+
+ROLES = ("planner", "executor")
+
+
+@pytest.fixture(scope="module")
+def lora_policy():
+    return HFPolicy("tiny-test", adapters=ROLES)
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    return HFPolicy("tiny-test")
+
+
+@pytest.fixture
+def env():
+    env = envs.make("plan_path")
+    env.reset(seed=0)
+    return env
+
+
+# ---------------------------------------------------------------- bindings
+
+
+def test_roles_from_env_or_sequence_and_plain_policies_are_wrapped(env):
+    oracle = OraclePolicy()
+    for roles in (env, ROLES, list(ROLES)):
+        team = Team(roles, {"planner": oracle, "executor": RoleBinding(oracle, system_prompt="Be brief.")})
+        assert team.roles == ROLES
+        assert team.bindings["planner"] == RoleBinding(oracle)
+        assert team.bindings["executor"].system_prompt == "Be brief."
+
+
+def test_missing_role_is_named_with_the_env_roles(env):
+    with pytest.raises(ValueError) as err:
+        Team(env, {"planner": OraclePolicy()})
+    assert (
+        str(err.value)
+        == "team has no policy for role 'executor'; the env's roles are ('planner', 'executor')"
+    )
+
+
+def test_extra_role_is_named(env):
+    oracle = OraclePolicy()
+    with pytest.raises(ValueError, match=r"'coder'.*the env's roles are \('planner', 'executor'\)"):
+        Team(env, {"planner": oracle, "executor": oracle, "coder": oracle})
+
+
+def test_bad_bindings_and_roles():
+    with pytest.raises(TypeError, match="role 'executor'.*Policy"):
+        Team(ROLES, {"planner": OraclePolicy(), "executor": "gpt"})
+    with pytest.raises(ValueError, match="lowercase"):
+        Team(("Planner",), {"Planner": OraclePolicy()})
+    with pytest.raises(ValueError, match="distinct"):
+        Team(("a", "a"), {"a": OraclePolicy()})
+    with pytest.raises(ValueError, match="unknown role"):
+        Team.shared(ROLES, OraclePolicy(), system_prompts={"coder": "hi"})
+
+
+def test_adapter_the_policy_lacks_names_the_fix(env, tiny):
+    with pytest.raises(ValueError, match=r"adapter 'planner'.*HFPolicy\(\.\.\., adapters=env\.roles\)"):
+        Team(env, {"planner": RoleBinding(tiny, adapter="planner"), "executor": tiny})
+    with pytest.raises(ValueError, match=r"adapter 'planner'.*adapters=env\.roles"):
+        Team.per_role(env, OraclePolicy())
+
+
+def test_per_role_adapters(env, lora_policy):
+    team = Team.per_role(env, lora_policy, system_prompts={"planner": "You plan."})
+    assert team.mode == "per_role"
+    assert {r: b.adapter for r, b in team.bindings.items()} == {"planner": "planner", "executor": "executor"}
+    assert (
+        team.bindings["planner"].system_prompt == "You plan."
+        and team.bindings["executor"].system_prompt is None
+    )
+    generation = team.act(env, "executor_0", SamplingParams(max_new_tokens=4, seed=0))
+    assert 1 <= len(generation.token_ids) <= 4
+    one_adapter = HFPolicy("tiny-test", adapters=("planner",))
+    with pytest.raises(ValueError, match=r"role 'executor'.*adapter 'executor'.*adapters=env\.roles"):
+        Team.per_role(env, one_adapter)
+
+
+def test_modes(env, tiny, lora_policy):
+    assert Team.shared(env, tiny).mode == "shared"
+    assert Team.shared(env, lora_policy).mode == "shared"  # adapters exist but are not used
+    assert Team.shared(env, tiny, system_prompts={"planner": "A", "executor": "B"}).mode == "shared"
+    assert Team.per_role_models(env, {"planner": tiny, "executor": HFPolicy("tiny-test")}).mode == "per_role"
+    mixed = Team(env, {"planner": OraclePolicy(), "executor": tiny})
+    assert mixed.mode == "per_role" and len(mixed.policies) == 2
+    assert Team.shared(env, tiny).policies == [tiny]
+
+
+# ---------------------------------------------------------------- workflow
+
+
+def test_default_workflow_is_the_turn_order_cycle(env):
+    team = Team.shared(env, OraclePolicy())
+    assert set(team.workflow.edges) == {("planner", "executor"), ("executor", "planner")}
+    assert team.turn_order == env.roles == ROLES
+    team.check_env(env)
+    assert set(default_workflow(("solver",)).edges) == {("solver", "solver")}
+    assert Team.shared(("a", "b", "c"), OraclePolicy()).turn_order == ("a", "b", "c")
+
+
+def test_override_reorders_turns_and_check_env_demands_turn_order():
+    cycle = nx.DiGraph([("a", "c"), ("c", "b"), ("b", "a")])
+    assert Team.shared(("a", "b", "c"), OraclePolicy(), workflow=cycle).turn_order == ("a", "c", "b")
+
+    workflow = nx.DiGraph([("executor", "planner"), ("planner", "executor")])
+    workflow.nodes["executor"]["first"] = True
+    team = Team.shared(envs.make("plan_path"), OraclePolicy(), workflow=workflow)
+    assert team.turn_order == ("executor", "planner")
+    with pytest.raises(
+        ValueError, match=r"envs\.make\('plan_path-v0', turn_order=\('executor', 'planner'\)\)"
+    ):
+        team.check_env(envs.make("plan_path"))
+    with pytest.raises(ValueError, match="team variant"):
+        team.check_env(envs.make("plan_path", team="single"))
+    reordered = envs.make("plan_path", turn_order=team.turn_order)
+    team.check_env(reordered)
+    reordered.reset(seed=0)
+    assert reordered.agent_selection == "executor_0"
+
+
+@pytest.mark.parametrize(
+    ("edges", "message"),
+    [
+        ([("planner", "planner")], r"misses role\(s\) 'executor'"),
+        (
+            [("planner", "executor"), ("executor", "coder"), ("coder", "planner")],
+            "'coder' that are not roles",
+        ),
+        ([("planner", "executor")], "'executor' has 0 successors"),
+        ([("planner", "executor"), ("executor", "executor")], "'planner' has 0 predecessors"),
+    ],
+)
+def test_invalid_two_role_workflows(edges, message):
+    with pytest.raises(ValueError, match=message):
+        Team.shared(ROLES, OraclePolicy(), workflow=nx.DiGraph(edges))
+
+
+def test_invalid_workflows_branching_and_two_cycles():
+    roles = ("a", "b", "c", "d")
+    branching = nx.DiGraph([("a", "b"), ("a", "c"), ("b", "c"), ("c", "d"), ("d", "a")])
+    with pytest.raises(ValueError, match=r"role 'a' has 2 successors \('b', 'c'\)"):
+        Team.shared(roles, OraclePolicy(), workflow=branching)
+    two_cycles = nx.DiGraph([("a", "b"), ("b", "a"), ("c", "d"), ("d", "c")])
+    with pytest.raises(ValueError, match=r"2 separate cycles \(a -> b -> a; c -> d -> c\).*one cycle"):
+        Team.shared(roles, OraclePolicy(), workflow=two_cycles)
+    self_loops = nx.DiGraph([("a", "a"), ("b", "b"), ("c", "d"), ("d", "c")])
+    with pytest.raises(ValueError, match="3 separate cycles"):
+        Team.shared(roles, OraclePolicy(), workflow=self_loops)
+    two_firsts = default_workflow(roles)
+    two_firsts.nodes["a"]["first"] = two_firsts.nodes["b"]["first"] = True
+    with pytest.raises(ValueError, match="first=True"):
+        Team.shared(roles, OraclePolicy(), workflow=two_firsts)
+    with pytest.raises(TypeError, match="DiGraph"):
+        Team.shared(roles, OraclePolicy(), workflow=nx.Graph([("a", "b")]))
+
+
+# ---------------------------------------------------------------- acting
+
+
+def test_prompt_for_attaches_env_agent_and_system(env):
+    team = Team.shared(env, OraclePolicy(), system_prompts={"executor": "You execute."})
+    prompt = team.prompt_for(env, "executor_0")
+    assert prompt == Prompt(
+        env.observe("executor_0")["prompt"], system="You execute.", env=env, agent="executor_0"
+    )
+    assert team.prompt_for(env, "planner_0").system is None
+    assert team.binding("planner_0") is team.bindings["planner"]
+    with pytest.raises(KeyError, match="'solver'"):
+        team.binding("solver_0")
+
+
+def test_act_passes_the_adapter_and_sampling(env):
+    calls = []
+
+    class Recorder(RandomPolicy):
+        adapter_names = ROLES
+
+        def generate(self, prompts, *, num_samples=1, sampling=None, adapter=None):
+            calls.append((prompts, num_samples, sampling, adapter))
+            return super().generate(prompts, num_samples=num_samples, sampling=sampling)
+
+    team = Team.per_role(env, Recorder())
+    sampling = SamplingParams(seed=5)
+    generation = team.act(env, "planner_0", sampling)
+    ((prompts, num_samples, got_sampling, adapter),) = calls
+    assert (num_samples, got_sampling, adapter) == (1, sampling, "planner")
+    assert prompts[0].agent == "planner_0" and prompts[0].env is env
+    assert generation.text.startswith("<answer>")
+
+
+def test_mixed_team_plays_a_plan_path_episode(tiny):
+    env = envs.make("plan_path", max_cycles=4)
+    env.reset(seed=0)
+    team = Team(env, {"planner": OraclePolicy(), "executor": tiny})
+    team.check_env(env)
+    sampling = SamplingParams(max_new_tokens=16, seed=0)
+    acted = []
+    for agent in env.agent_iter():
+        _, _, terminated, truncated, _ = env.last()
+        if terminated or truncated:
+            env.step(None)
+            continue
+        generation = team.act(env, agent, sampling)
+        assert (generation.token_ids == ()) == (agent == "planner_0")  # oracle: no tokens
+        acted.append(agent)
+        env.step(generation.text)
+    assert acted[:2] == ["planner_0", "executor_0"]
+    assert len(acted) == env.max_cycles * 2 or env.success
