@@ -18,7 +18,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-__all__ = ["SamplingParams", "Prompt", "Generation", "Policy", "as_prompt", "FINISH_REASONS"]
+__all__ = [
+    "SamplingParams",
+    "Prompt",
+    "Generation",
+    "Policy",
+    "as_prompt",
+    "check_num_samples",
+    "FINISH_REASONS",
+]
 
 FINISH_REASONS = ("stop", "eos", "length")
 
@@ -82,6 +90,13 @@ class Prompt:
     system: str | None = None
     env: Any = None
     agent: str | None = None
+
+
+def check_num_samples(num_samples: object) -> int:
+    """Validate ``generate``'s ``num_samples`` (every backend accepts the same values)."""
+    if isinstance(num_samples, bool) or not isinstance(num_samples, int) or num_samples < 1:
+        raise ValueError(f"num_samples must be an int >= 1, got {num_samples!r}")
+    return num_samples
 
 
 def as_prompt(prompt: str | Prompt) -> Prompt:

@@ -26,7 +26,7 @@ from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from typing import Any
 
-from agents.base import Generation, Prompt, SamplingParams, as_prompt
+from agents.base import Generation, Prompt, SamplingParams, as_prompt, check_num_samples
 from agents.models import DEFAULT_MODEL, load_model
 from agents.sampling import find_stop, sample_next
 
@@ -156,8 +156,7 @@ class HFPolicy:
     ) -> list[list[Generation]]:
         import torch
 
-        if not isinstance(num_samples, int) or num_samples < 1:
-            raise ValueError(f"num_samples must be an int >= 1, got {num_samples!r}")
+        check_num_samples(num_samples)
         sampling = sampling or SamplingParams()
         prompt_ids = [self.prompt_token_ids(p) for p in prompts]
         generator = torch.Generator(device=self.device)

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from agents.base import Generation, Prompt, SamplingParams, as_prompt
+from agents.base import Generation, Prompt, SamplingParams, as_prompt, check_num_samples
 
 __all__ = ["OraclePolicy", "RandomPolicy", "SCRIPTED_POLICIES"]
 
@@ -32,8 +32,7 @@ def _scripted_generation(text: str) -> Generation:
 
 
 def _check_call(policy_name: str, num_samples: int, adapter: str | None) -> None:
-    if not isinstance(num_samples, int) or num_samples < 1:
-        raise ValueError(f"num_samples must be an int >= 1, got {num_samples!r}")
+    check_num_samples(num_samples)
     if adapter is not None:
         raise ValueError(
             f"{policy_name} has no adapters, got adapter={adapter!r}; bind it with adapter=None "
