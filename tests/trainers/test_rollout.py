@@ -1,0 +1,236 @@
+"""Tree and plain rollout invariants (ALGORITHMS.md section 2), with scripted, random,
+adversarial and tiny-model policies on the planning envs."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import pytest
+
+import envs
+from agents.base import Generation, Prompt, SamplingParams
+from agents.hf import HFPolicy
+from agents.scripted import OraclePolicy, RandomPolicy
+from agents.team import Team
+from trainers.records import TaskKey
+from trainers.rollout import make_task_env, plain_rollout, tree_rollout
+
+ENV_IDS = ("plan_path-v0", "sokoban-v0", "sudoku-v0")
+K = 4
+
+
+def tasks(env_id, n=3, split="train"):
+    return [TaskKey(env_id, split, seed) for seed in envs.split_seeds(split, n)]
+
+
+def random_team(env_id, **env_kwargs):
+    env = envs.make(env_id, **env_kwargs)
+    return Team(env, {role: RandomPolicy(seed=i) for i, role in enumerate(env.roles)})
+
+
+def node_groups(batch):
+    groups = defaultdict(list)
+    for turn in batch.samples:
+        groups[(turn.task, turn.episode, turn.tree_node, turn.turn, turn.agent)].append(turn)
+    return groups
+
+
+class CountingPolicy:
+    """Wraps a policy and records every generate call (prompt count, num_samples)."""
+
+    def __init__(self, inner):
+        self.inner, self.name, self.calls = inner, inner.name, []
+
+    def generate(self, prompts, *, num_samples=1, sampling=None, adapter=None):
+        self.calls.append((len(prompts), num_samples))
+        return self.inner.generate(prompts, num_samples=num_samples, sampling=sampling, adapter=adapter)
+
+
+class AdversarialPolicy:
+    """Answers junk the env must turn into invalid actions."""
+
+    name = "adversarial"
+    TEXTS = ["", "x" * 50_000, "<answer>🙂 東京</answer>", "<answer>__import__('os')</answer>", "<answer>U"]
+
+    def generate(self, prompts, *, num_samples=1, sampling=None, adapter=None):
+        return [
+            [Generation(self.TEXTS[k % len(self.TEXTS)], (), (), (), "stop") for k in range(num_samples)]
+            for _ in prompts
+        ]
+
+
+@pytest.mark.parametrize("env_id", ENV_IDS)
+def test_every_candidate_acted_on_the_env_it_observed(env_id):
+    """Replay the selected path up to each node on a fresh env: the observation there is the
+    candidate's prompt, and stepping the candidate's response gives its recorded reward."""
+    batch = tree_rollout(
+        tasks(env_id, 2), random_team(env_id), num_candidates=K, sampling=SamplingParams(), seed=3
+    )
+    paths = {(e.task, e.index): e.turns for e in batch.episodes}
+    for turn in batch.samples:
+        env = make_task_env(turn.task)
+        for executed in paths[(turn.task, turn.episode)][: len(turn.tree_node)]:
+            env.step(executed.response)
+        assert env.agent_selection == turn.agent
+        assert env.observe(turn.agent)["prompt"] == turn.prompt
+        assert env.state_key() == turn.state_key
+        env.step(turn.response)
+        assert env.rewards[turn.agent] == turn.reward
+        assert env.infos[turn.agent]["reward_terms"] == turn.reward_terms
+
+
+@pytest.mark.parametrize("env_id", ENV_IDS)
+def test_every_node_group_has_k_samples_of_one_prompt_in_one_task(env_id):
+    batch = tree_rollout(
+        tasks(env_id), random_team(env_id), num_candidates=K, sampling=SamplingParams(), seed=0
+    )
+    groups = node_groups(batch)
+    assert groups
+    for members in groups.values():
+        assert len(members) == K
+        assert len({m.prompt for m in members}) == 1
+        assert len({m.task for m in members}) == 1
+        assert sorted(m.candidate for m in members) == list(range(K))
+        assert sum(m.selected for m in members) == 1
+    # One selected turn per node, and they form the episodes' paths.
+    assert sum(len(e.turns) for e in batch.episodes) == len(groups)
+
+
+def test_later_agents_get_a_real_reward_spread():
+    """The executor branches from the selected planner state with K different answers, so
+    its groups are not all-equal by construction (the reference code's bug)."""
+    batch = tree_rollout(
+        tasks("plan_path-v0", 4),
+        random_team("plan_path-v0"),
+        num_candidates=K,
+        sampling=SamplingParams(),
+        seed=1,
+    )
+    executor_groups = [g for (_, _, _, _, agent), g in node_groups(batch).items() if agent == "executor_0"]
+    spread = [g for g in executor_groups if len({m.reward for m in g}) > 1]
+    assert executor_groups and len(spread) >= len(executor_groups) // 3
+
+
+def test_greedy_selection_takes_a_best_candidate_and_is_seeded():
+    team = random_team("sokoban-v0")
+    first = tree_rollout(tasks("sokoban-v0"), team, num_candidates=K, sampling=SamplingParams(), seed=7)
+    for members in node_groups(first).values():
+        chosen = next(m for m in members if m.selected)
+        assert chosen.reward == max(m.reward for m in members)
+    again = tree_rollout(
+        tasks("sokoban-v0"), random_team("sokoban-v0"), num_candidates=K, sampling=SamplingParams(), seed=7
+    )
+    assert [(t.response, t.selected) for t in again.samples] == [
+        (t.response, t.selected) for t in first.samples
+    ]
+
+
+def test_softmax_selection_with_tiny_temperature_is_greedy_and_with_huge_is_spread():
+    team = random_team("plan_path-v0")
+    cold = tree_rollout(
+        tasks("plan_path-v0", 4), team, num_candidates=K, sampling=SamplingParams(), selection="softmax",
+        selection_temperature=1e-6, seed=2,
+    )  # fmt: skip
+    for members in node_groups(cold).values():
+        assert next(m for m in members if m.selected).reward == max(m.reward for m in members)
+    hot = tree_rollout(
+        tasks("plan_path-v0", 6), team, num_candidates=K, sampling=SamplingParams(), selection="softmax",
+        selection_temperature=1e6, seed=2,
+    )  # fmt: skip
+    not_best = [
+        g
+        for g in node_groups(hot).values()
+        if next(m for m in g if m.selected).reward < max(m.reward for m in g)
+    ]
+    assert not_best  # near-uniform selection sometimes takes a worse candidate
+
+
+def test_one_generate_call_per_policy_and_turn_batched_across_tasks():
+    env = envs.make("plan_path")
+    planner, executor = CountingPolicy(RandomPolicy(seed=0)), CountingPolicy(RandomPolicy(seed=1))
+    team = Team(env, {"planner": planner, "executor": executor})
+    n_tasks = 5
+    batch = tree_rollout(
+        tasks("plan_path-v0", n_tasks),
+        team,
+        num_candidates=K,
+        sampling=SamplingParams(),
+        env_kwargs={"max_cycles": 3},
+    )
+    assert planner.calls[0] == (n_tasks, K) and executor.calls[0] == (n_tasks, K)
+    assert all(num_samples == K for _, num_samples in planner.calls + executor.calls)
+    assert sum(p for p, _ in planner.calls + executor.calls) * K == len(batch.samples)
+
+
+def test_adversarial_output_becomes_invalid_actions_not_exceptions():
+    env = envs.make("sudoku")
+    team = Team.shared(env, AdversarialPolicy())
+    batch = tree_rollout(
+        tasks("sudoku-v0", 2), team, num_candidates=5, sampling=SamplingParams(), env_kwargs={"max_cycles": 2}
+    )
+    assert batch.samples and all(t.invalid for t in batch.samples)
+    assert all(t.reward_terms["local/invalid"] == -0.1 for t in batch.samples)
+    assert all(e.truncated and not e.success for e in batch.episodes)
+
+
+def test_oracle_tree_rollout_solves_and_records_selected_paths():
+    env = envs.make("sokoban", difficulty="medium")
+    batch = tree_rollout(
+        tasks("sokoban-v0", 3), Team.shared(env, OraclePolicy()), num_candidates=2, sampling=SamplingParams(),
+        env_kwargs={"difficulty": "medium"},
+    )  # fmt: skip
+    assert all(e.success and not e.truncated for e in batch.episodes)
+    for episode in batch.episodes:
+        assert [t.step for t in episode.turns] == list(range(len(episode.turns)))
+        assert episode.turns[-1].done and not any(t.done for t in episode.turns[:-1])
+        assert episode.returns["executor_0"] == pytest.approx(
+            sum(t.reward for t in episode.turns if t.agent == "executor_0")
+        )
+
+
+def test_plain_rollout_plays_independent_episodes():
+    env = envs.make("plan_path")
+    team = Team(env, {"planner": RandomPolicy(seed=0), "executor": RandomPolicy(seed=1)})
+    batch = plain_rollout(
+        tasks("plan_path-v0", 2), team, episodes_per_task=3, sampling=SamplingParams(), seed=4
+    )
+    assert len(batch.episodes) == 6
+    assert len(batch.samples) == sum(len(e.turns) for e in batch.episodes)
+    assert all(t.selected and t.candidate == 0 and t.tree_node == () for t in batch.samples)
+    for episode in batch.episodes:
+        assert [t.step for t in episode.turns] == list(range(len(episode.turns)))
+        assert [t.turn for t in episode.turns] == [s // 2 for s in range(len(episode.turns))]
+    paths = {tuple(t.response for t in e.turns) for e in batch.episodes if e.task.seed == 0}
+    assert len(paths) > 1  # the episodes of one task are independent samples
+    again = plain_rollout(
+        tasks("plan_path-v0", 2), team, episodes_per_task=3, sampling=SamplingParams(), seed=4
+    )
+    assert [t.response for t in again.samples] == [t.response for t in batch.samples]  # seeded
+
+
+def test_model_policy_records_tokens_and_logprobs():
+    env = envs.make("plan_path")
+    policy = HFPolicy("tiny-test", adapters=env.roles)
+    team = Team.per_role(env, policy)
+    batch = tree_rollout(
+        tasks("plan_path-v0", 2), team, num_candidates=2, sampling=SamplingParams(max_new_tokens=8),
+        env_kwargs={"max_cycles": 2},
+    )  # fmt: skip
+    assert len(batch.samples) == 2 * 2 * 2 * 2  # tasks x cycles x agents x K
+    for turn in batch.samples:
+        assert turn.token_ids and len(turn.logprobs) == len(turn.token_ids)
+        assert turn.policy == f"tiny-test:{turn.role}"
+        system = team.bindings[turn.role].system_prompt
+        assert turn.prompt_token_ids == tuple(policy.prompt_token_ids(Prompt(turn.prompt, system=system)))
+
+
+def test_argument_errors():
+    team = random_team("plan_path-v0")
+    with pytest.raises(ValueError, match="selection='best'"):
+        tree_rollout(
+            tasks("plan_path-v0", 1), team, num_candidates=2, sampling=SamplingParams(), selection="best"
+        )
+    with pytest.raises(ValueError, match="num_candidates"):
+        tree_rollout(tasks("plan_path-v0", 1), team, num_candidates=0, sampling=SamplingParams())
+    with pytest.raises(ValueError, match="episodes_per_task"):
+        plain_rollout(tasks("plan_path-v0", 1), team, episodes_per_task=0, sampling=SamplingParams())

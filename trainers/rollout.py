@@ -1,0 +1,238 @@
+"""Rollouts: play a team on many tasks and record every response as a ``Turn``.
+
+``tree_rollout`` is AT-GRPO's tree sampling, exactly as ALGORITHMS.md section 2:
+
+    for each task, one live env E; at every turn, for the acting agent a:
+      p = E.observe(a); sample K responses to p in ONE generation call (n = K);
+      for each k: E_k = E.clone(); E_k.step(y_k); r_k = reward of a in E_k;
+      the K candidates form the group (task, tree, node, turn, a);
+      select k* (greedy argmax with seeded tie-breaks, or softmax(r / tau)); E <- E_k*;
+      the next agent samples its K candidates from this selected state.
+
+So each candidate acts on a clone of the env it observed (the reference code acted on a
+stale env), and every agent - not only the first - gets K distinct actions from one state
+(the reference code generated for all agents before selecting, so later agents saw K
+identical states). ``plain_rollout`` plays N independent episodes per task (GRPO, GiGPO,
+MATPO).
+
+Both batch across tasks: at each turn, the prompts of every live task that the same
+policy (and adapter) plays go into one ``generate`` call. Responses are only ever text
+for the env to parse: malformed output is an invalid action with its penalty, never an
+exception.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import defaultdict
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+import envs
+from agents.base import Generation, SamplingParams
+from agents.team import Team
+from envs.core import role_of
+from trainers.records import Episode, RolloutBatch, TaskKey, Turn
+
+__all__ = ["tree_rollout", "plain_rollout", "make_task_env", "SELECTIONS"]
+
+SELECTIONS = ("greedy", "softmax")
+
+
+def make_task_env(task: TaskKey, env_kwargs: Mapping[str, Any] | None = None):
+    """A fresh env reset to ``task`` (``envs.make(env_id, split=..., **env_kwargs)``)."""
+    env = envs.make(task.env_id, split=task.split, **dict(env_kwargs or {}))
+    env.reset(seed=task.seed)
+    return env
+
+
+@dataclass
+class _Path:
+    """One live episode path: its env, the executed turns, and per-agent returns."""
+
+    task: TaskKey
+    index: int
+    env: Any
+    turns: list[Turn] = dataclasses.field(default_factory=list)
+    returns: dict[str, float] = dataclasses.field(default_factory=dict)
+    node: tuple[int, ...] = ()
+    done: bool = False
+
+    def episode(self) -> Episode:
+        return Episode(
+            task=self.task,
+            index=self.index,
+            turns=tuple(self.turns),
+            success=bool(self.env.success),
+            returns=dict(self.returns),
+            truncated=any(self.env.truncations.values()) and not any(self.env.terminations.values()),
+        )
+
+
+def _policy_id(binding) -> str:
+    return binding.policy.name + (f":{binding.adapter}" if binding.adapter else "")
+
+
+def _generate_for(
+    paths: Sequence[_Path], team: Team, num_samples: int, sampling: SamplingParams, rng: np.random.Generator
+) -> dict[int, list[Generation]]:
+    """Sample ``num_samples`` responses for the acting agent of every path, one
+    ``generate`` call per (policy, adapter) pair. Returns path position -> generations."""
+    by_binding: dict[tuple[int, str | None], list[int]] = defaultdict(list)
+    for position, path in enumerate(paths):
+        binding = team.binding(path.env.agent_selection)
+        by_binding[(id(binding.policy), binding.adapter)].append(position)
+    out: dict[int, list[Generation]] = {}
+    for positions in by_binding.values():
+        binding = team.binding(paths[positions[0]].env.agent_selection)
+        prompts = [team.prompt_for(paths[p].env, paths[p].env.agent_selection) for p in positions]
+        call_sampling = dataclasses.replace(sampling, seed=int(rng.integers(2**31)))
+        groups = binding.policy.generate(
+            prompts, num_samples=num_samples, sampling=call_sampling, adapter=binding.adapter
+        )
+        for position, group in zip(positions, groups, strict=True):
+            out[position] = group
+    return out
+
+
+def _play(path: _Path, env: Any, generation: Generation, team: Team, candidate: int, selected: bool) -> Turn:
+    """Step ``env`` (the clone of ``path.env`` that will act) with one response; the Turn."""
+    agent = path.env.agent_selection
+    prompt = path.env.observe(agent)["prompt"]
+    state_key, turn_index, step_index = path.env.state_key(), path.env.turn, path.env.num_steps
+    env.step(generation.text)
+    info = env.infos[agent]
+    return Turn(
+        task=path.task,
+        episode=path.index,
+        agent=agent,
+        role=role_of(agent),
+        policy=_policy_id(team.binding(agent)),
+        turn=turn_index,
+        step=step_index,
+        prompt=prompt,
+        response=generation.text,
+        prompt_token_ids=generation.prompt_token_ids,
+        token_ids=generation.token_ids,
+        logprobs=generation.logprobs,
+        reward=float(env.rewards[agent]),
+        reward_terms=dict(info["reward_terms"]),
+        invalid=bool(info["invalid_action"]),
+        state_key=state_key,
+        tree_node=path.node,
+        candidate=candidate,
+        selected=selected,
+        done=bool(env.terminations[agent] or env.truncations[agent]),
+        finish_reason=generation.finish_reason,
+    )
+
+
+def _advance(path: _Path, env: Any, turn: Turn) -> None:
+    """Make ``env`` (already stepped with ``turn``) the path's live env."""
+    for agent in env.agents:
+        path.returns[agent] = path.returns.get(agent, 0.0) + float(env.rewards[agent])
+    path.env = env
+    path.turns.append(turn)
+    path.done = turn.done
+
+
+def _select(rewards: list[float], selection: str, tau: float, rng: np.random.Generator) -> int:
+    values = np.asarray(rewards, dtype=np.float64)
+    if selection == "greedy":
+        best = np.flatnonzero(values == values.max())
+        return int(rng.choice(best))  # seeded tie-break
+    logits = (values - values.max()) / tau
+    probs = np.exp(logits) / np.exp(logits).sum()
+    return int(rng.choice(len(values), p=probs))
+
+
+def tree_rollout(
+    tasks: Sequence[TaskKey],
+    team: Team,
+    *,
+    num_candidates: int,
+    sampling: SamplingParams,
+    selection: str = "greedy",
+    selection_temperature: float = 1.0,
+    trees_per_task: int = 1,
+    env_kwargs: Mapping[str, Any] | None = None,
+    seed: int = 0,
+    make_env: Callable[[TaskKey], Any] | None = None,
+) -> RolloutBatch:
+    """AT-GRPO tree sampling (module docstring).
+
+    Args:
+        tasks: The tasks to play (one live env per task and tree).
+        team: Who plays each role.
+        num_candidates: K, candidates sampled per (task, turn, agent) node.
+        sampling: Sampling parameters (their seed is replaced per call from ``seed``).
+        selection: ``"greedy"`` (argmax reward, seeded ties) or ``"softmax"``
+            (k* ~ softmax(r / selection_temperature)).
+        selection_temperature: tau of the softmax selection.
+        trees_per_task: Independent trees per task (``Turn.episode`` tells them apart).
+        env_kwargs: Passed to ``envs.make`` (team variant, difficulty, max_cycles...).
+        seed: Seeds selection tie-breaks and the sampler seeds of every call.
+        make_env: Override how a task's env is built and reset.
+
+    Returns:
+        ``RolloutBatch``: samples = all K candidates of every node (in node order, then
+        candidate order); episodes = the selected path of every tree.
+    """
+    if selection not in SELECTIONS:
+        raise ValueError(f"selection={selection!r}; choose one of {SELECTIONS}")
+    if not isinstance(num_candidates, int) or num_candidates < 1:
+        raise ValueError(f"num_candidates (K) must be an int >= 1, got {num_candidates!r}")
+    if selection_temperature <= 0:
+        raise ValueError(f"selection_temperature must be > 0, got {selection_temperature}")
+    build = make_env or (lambda task: make_task_env(task, env_kwargs))
+    rng = np.random.default_rng(seed)
+    paths = [_Path(task, index, build(task)) for task in tasks for index in range(trees_per_task)]
+    for path in paths:
+        team.check_env(path.env)
+    samples: list[Turn] = []
+    while live := [path for path in paths if not path.done]:
+        generations = _generate_for(live, team, num_candidates, sampling, rng)
+        for position, path in enumerate(live):
+            branches = []
+            for k, generation in enumerate(generations[position]):
+                branch = path.env.clone()  # the candidate acts on a copy of the env it observed
+                branches.append((branch, _play(path, branch, generation, team, k, selected=False)))
+            chosen = _select([turn.reward for _, turn in branches], selection, selection_temperature, rng)
+            node_turns = [
+                dataclasses.replace(turn, selected=(k == chosen)) for k, (_, turn) in enumerate(branches)
+            ]
+            samples.extend(node_turns)
+            _advance(path, branches[chosen][0], node_turns[chosen])
+            path.node = path.node + (chosen,)
+    return RolloutBatch(samples=tuple(samples), episodes=tuple(path.episode() for path in paths))
+
+
+def plain_rollout(
+    tasks: Sequence[TaskKey],
+    team: Team,
+    *,
+    episodes_per_task: int,
+    sampling: SamplingParams,
+    env_kwargs: Mapping[str, Any] | None = None,
+    seed: int = 0,
+    make_env: Callable[[TaskKey], Any] | None = None,
+) -> RolloutBatch:
+    """N independent episodes per task, one response per turn (GRPO, GiGPO, MATPO, and
+    evaluation with N = 1). Samples are every turn of every episode."""
+    if not isinstance(episodes_per_task, int) or episodes_per_task < 1:
+        raise ValueError(f"episodes_per_task must be an int >= 1, got {episodes_per_task!r}")
+    build = make_env or (lambda task: make_task_env(task, env_kwargs))
+    rng = np.random.default_rng(seed)
+    paths = [_Path(task, index, build(task)) for task in tasks for index in range(episodes_per_task)]
+    for path in paths:
+        team.check_env(path.env)
+    while live := [path for path in paths if not path.done]:
+        generations = _generate_for(live, team, 1, sampling, rng)
+        for position, path in enumerate(live):
+            turn = _play(path, path.env, generations[position][0], team, candidate=0, selected=True)
+            _advance(path, path.env, turn)
+    samples = tuple(turn for path in paths for turn in path.turns)
+    return RolloutBatch(samples=samples, episodes=tuple(path.episode() for path in paths))
