@@ -1,0 +1,46 @@
+"""A tiny two-role task a random-init model can learn quickly (learning tests)."""
+
+from __future__ import annotations
+
+import envs
+from envs import StepOutcome, TextAECEnv
+
+
+class EvenTeamEnv(TextAECEnv):
+    """Leader, then follower, each answer one character; a role is right when the code of
+    its first character is even (about half the byte tokens of the tiny model), the team
+    succeeds when both are right (chance about 1/4 or less). Rewards: ``local/even`` per
+    role and ``team/success``."""
+
+    metadata = {**TextAECEnv.metadata, "name": "even_team_v0"}
+    TEAMS = {"mas": ("leader", "follower")}
+    DEFAULT_MAX_CYCLES = 1
+
+    def _start_task(self, task_seed):
+        self.right = {}
+
+    def _prompt(self, agent):
+        return f"You are the {agent.rsplit('_', 1)[0]} of task {self.task_seed}. Answer with one character."
+
+    def _act(self, agent, text):
+        right = bool(text) and ord(text[0]) % 2 == 0
+        self.right[agent] = right
+        if agent == "follower_0":
+            both = right and self.right.get("leader_0", False)
+            return StepOutcome(
+                local={"even": float(right)}, team={"success": float(both)}, success=both, terminated=True
+            )
+        return StepOutcome(local={"even": float(right)})
+
+    def _legal_moves(self, agent):
+        return []
+
+    def _state_key(self):
+        return tuple(sorted(self.right.items()))
+
+    def _render_text(self):
+        return str(self.right)
+
+
+EVEN_TEAM_ID = "test/even_team-v0"
+envs.register(EVEN_TEAM_ID, entry_point="tests.trainers.conftest:EvenTeamEnv")

@@ -1,0 +1,508 @@
+"""Advantage estimators: hand-computed cases for every estimator and the array layer."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from trainers.advantages import (
+    ADVANTAGE_ESTIMATORS,
+    EPS,
+    AdvantageResult,
+    compute_advantages,
+    discounted_returns,
+    gigpo,
+    group_ids,
+    group_stats,
+    grpo,
+    matpo,
+    normalize_in_groups,
+    per_agent,
+    rloo,
+    rloo_in_groups,
+    tree,
+)
+from trainers.records import TaskKey, Turn
+
+ESTIMATOR_NAMES = ["grpo", "rloo", "at_grpo", "per_agent", "gigpo", "matpo", "tree"]
+S3 = math.sqrt(1.5)  # |r - mean| / std for (1, 2, 3) scaled: 1 / sqrt(2/3)
+
+
+def turn(
+    task_seed: int,
+    episode: int,
+    agent: str,
+    turn: int,
+    reward: float,
+    step: int | None = None,
+    state_key: object = None,
+    tree_node: tuple[int, ...] = (),
+    candidate: int = 0,
+    invalid: bool = False,
+    role: str | None = None,
+    selected: bool = True,
+) -> Turn:
+    """A Turn with only the fields estimators read; step defaults to turn, state_key to a unique one."""
+    step = turn if step is None else step
+    return Turn(
+        task=TaskKey("toy", "train", task_seed),
+        episode=episode,
+        agent=agent,
+        role=agent if role is None else role,
+        policy="shared",
+        turn=turn,
+        step=step,
+        prompt="",
+        response="",
+        prompt_token_ids=(),
+        token_ids=(),
+        logprobs=(),
+        reward=reward,
+        reward_terms={},
+        invalid=invalid,
+        state_key=("unique", task_seed, episode, step, tree_node, candidate)
+        if state_key is None
+        else state_key,
+        tree_node=tree_node,
+        candidate=candidate,
+        selected=selected,
+    )
+
+
+def close(got, expected, tol: float = 1e-5) -> bool:
+    return np.allclose(np.asarray(got, dtype=float), np.asarray(expected, dtype=float), atol=tol, rtol=0)
+
+
+# ----------------------------------------------------------------------------------- array layer
+
+
+def test_group_ids_dense_in_first_seen_order():
+    assert group_ids(["b", "a", "b", ("c", 1), "a"]).tolist() == [0, 1, 0, 2, 1]
+    assert group_ids([]).tolist() == []
+
+
+def test_normalize_group_batch_none_scales():
+    values, groups = [0.0, 2.0, 4.0, 6.0], ["a", "a", "b", "b"]
+    # group: each group has mean +-1 deviations and population std 1
+    assert close(normalize_in_groups(values, groups, "group"), [-1, 1, -1, 1])
+    assert normalize_in_groups(values, groups, "group")[1] == pytest.approx(1 / (1 + EPS), abs=1e-12)
+    # batch: group mean, std of all four values = sqrt(5)
+    assert close(normalize_in_groups(values, groups, "batch"), np.array([-1, 1, -1, 1]) / math.sqrt(5))
+    # none: Dr. GRPO, no division
+    assert normalize_in_groups(values, groups, "none").tolist() == [-1, 1, -1, 1]
+    with pytest.raises(ValueError, match="scale"):
+        normalize_in_groups(values, groups, "groups")
+
+
+@pytest.mark.parametrize("scale", ["group", "batch", "none"])
+def test_singleton_and_all_equal_groups_get_zero(scale):
+    values = [1.0, 2.0, 3.0, 0.1 + 0.2, 0.3, 0.3, 7.0]
+    groups = ["a", "a", "a", "eq", "eq", "eq", "single"]
+    adv = normalize_in_groups(values, groups, scale)
+    assert adv[3:].tolist() == [0.0, 0.0, 0.0, 0.0]  # exactly zero, float rounding tolerated
+    assert adv[0] < 0 < adv[2] and adv[1] == 0  # group a: mean 2
+
+
+def test_two_members_give_exactly_plus_minus_one():
+    adv = normalize_in_groups([0.3, 0.7, 5.0, -5.0, 1.0, 1.0], [0, 0, 1, 1, 2, 2])
+    assert close(adv, [-1, 1, 1, -1, 0, 0], tol=1e-5)
+    assert adv[4] == adv[5] == 0.0
+
+
+def test_rloo_in_groups_leave_one_out():
+    adv = rloo_in_groups([1.0, 2.0, 6.0, 4.0, 9.0, 9.0], ["g", "g", "g", "single", "eq", "eq"])
+    # 1 - (2 + 6)/2 = -3, 2 - 3.5 = -1.5, 6 - 1.5 = 4.5 ; = K/(K-1) (r - mean) with mean 3
+    assert adv.tolist() == [-3.0, -1.5, 4.5, 0.0, 0.0, 0.0]
+    assert close(adv[:3], 3 / 2 * (np.array([1, 2, 6]) - 3))
+
+
+def test_discounted_returns_by_hand_in_time_order():
+    # episode e: time-ordered rewards 1, 0, 2 given shuffled; episode f: 3 alone
+    rewards, groups, order = [2.0, 1.0, 3.0, 0.0], ["e", "e", "f", "e"], [2, 0, 0, 1]
+    got = discounted_returns(rewards, groups, gamma=0.5, order=order)
+    # R2 = 2, R1 = 0 + 0.5 * 2 = 1, R0 = 1 + 0.5 * 1 = 1.5
+    assert got.tolist() == [2.0, 1.5, 3.0, 1.0]
+    assert discounted_returns([1.0, 1.0], [0, 0], gamma=1.0).tolist() == [2.0, 1.0]
+    with pytest.raises(ValueError, match="gamma"):
+        discounted_returns([1.0], [0], gamma=1.5)
+
+
+def test_group_stats_counts_zero_variance_among_groups_of_size_above_one():
+    stats = group_stats(["a", "a", "b", "b", "b", "c", "d", "d"], [1, 2, 5, 5, 5, 9, 0, 0])
+    assert stats["num_groups"] == 4
+    assert stats["group_size_min"] == 1 and stats["group_size_max"] == 3
+    assert stats["group_size_mean"] == 2.0
+    assert stats["singleton_share"] == 0.25
+    assert stats["zero_variance_groups"] == 2  # b and d; the singleton c is not counted
+    assert stats["zero_variance_share"] == pytest.approx(2 / 3)
+    assert stats["group_size_histogram"] == {1: 1, 2: 2, 3: 1}
+    empty = group_stats([], [])
+    assert empty["num_groups"] == 0 and empty["zero_variance_share"] == 0.0
+
+
+# ------------------------------------------------------------------------------ GRPO and RLOO
+
+
+def grpo_batch() -> list[Turn]:
+    """Task 0: episodes with returns 2 and 0 (K = 2). Task 1: returns 100, 200, 300 (another
+    scale). Task 2: one episode. Task 3: two episodes with equal returns. Interleaved."""
+    return [
+        turn(0, 0, "a", 0, 1.0),
+        turn(1, 0, "a", 0, 100.0),
+        turn(0, 1, "a", 0, 0.0),
+        turn(0, 0, "a", 1, 1.0),
+        turn(1, 1, "a", 0, 150.0),
+        turn(1, 1, "a", 1, 50.0),
+        turn(0, 1, "a", 1, 0.0),
+        turn(1, 2, "a", 0, 300.0),
+        turn(2, 0, "a", 0, 5.0),
+        turn(3, 0, "a", 0, 0.5),
+        turn(3, 1, "a", 0, 0.25),
+        turn(3, 1, "a", 1, 0.25),
+    ]
+
+
+def test_grpo_episode_returns_per_task_broadcast_to_turns():
+    result = grpo(grpo_batch())
+    assert isinstance(result, AdvantageResult)
+    # task 0: 2-GRPO, +-1; task 1: (-100, 0, 100) / sqrt(20000/3) = (-S3, 0, S3) despite the scale
+    expected = [1, -S3, -1, 1, 0, 0, -1, S3, 0, 0, 0, 0]
+    assert close(result.advantages, expected)
+    assert result.weights.tolist() == [1.0] * 12
+    d = result.diagnostics
+    assert d["num_samples"] == 12 and d["num_groups"] == 4
+    assert d["zero_variance_groups"] == 1 and d["zero_variance_share"] == pytest.approx(1 / 3)
+    assert d["singleton_share"] == 0.25
+    assert d["group_size_histogram"] == {1: 1, 2: 2, 3: 1}
+
+
+def test_grpo_never_mixes_tasks():
+    batch = grpo_batch()
+    alone = grpo([s for s in batch if s.task.seed == 0]).advantages
+    together = grpo(batch).advantages
+    assert close(together[[0, 2, 3, 6]], alone)
+
+
+def test_grpo_scales():
+    none = grpo(grpo_batch(), scale="none").advantages
+    assert close(none[[0, 1, 4, 7]], [1, -100, 0, 100])
+    batch = grpo(grpo_batch(), scale="batch").advantages
+    returns = np.array([2, 0, 100, 200, 300, 5, 0.5, 0.5])  # one value per episode
+    assert close(batch[[0, 1]], [1 / returns.std(), -100 / returns.std()])
+
+
+def test_grpo_episode_return_counts_only_the_executed_path():
+    # tree rollouts: returns 1 + 1 = 2 and 1 + 0 = 1 from the selected samples; every sample of
+    # the episode, unselected candidates included, gets the episode's advantage
+    assert close(grpo(tree_batch()).advantages, [1, 1, 1, 1, -1, -1, -1, -1])
+
+
+def test_rloo_is_k_over_k_minus_one_times_centred_return():
+    result = rloo(grpo_batch())
+    # task 0: K = 2, 2 * (2 - 1) = 2; task 1: 3/2 * (-100, 0, 100)
+    assert close(result.advantages, [2, -150, -2, 2, 0, 0, -2, 150, 0, 0, 0, 0])
+    assert result.diagnostics["zero_variance_groups"] == 1
+
+
+# ------------------------------------------------------------------------------------- AT-GRPO
+
+
+def test_at_grpo_candidates_of_one_node():
+    samples = [
+        # task 0 tree 0: node (turn 0, a): K = 3 rewards 1, 0, 0
+        turn(0, 0, "a", 0, 1.0, candidate=0),
+        turn(0, 0, "a", 0, 0.0, candidate=1),
+        turn(0, 0, "a", 0, 0.0, candidate=2),
+        # node (turn 0, b) after candidate 0 was selected: all equal
+        turn(0, 0, "b", 0, 0.5, step=1, tree_node=(0,), candidate=0),
+        turn(0, 0, "b", 0, 0.5, step=1, tree_node=(0,), candidate=1),
+        # task 0 tree 1 has a node with the same (turn, agent, tree_node): its own group
+        turn(0, 1, "a", 0, 0.3, candidate=0),
+        turn(0, 1, "a", 0, 0.7, candidate=1),
+        # task 1, same keys otherwise, other reward scale
+        turn(1, 0, "a", 0, 10.0, candidate=0),
+        turn(1, 0, "a", 0, 30.0, candidate=1),
+        # an unbranched node: singleton
+        turn(1, 0, "b", 0, 4.0, step=1, tree_node=(1,)),
+    ]
+    result = compute_advantages(samples, "at_grpo")
+    two = math.sqrt(2)  # (2/3) / sqrt(2/9)
+    assert close(result.advantages, [two, -two / 2, -two / 2, 0, 0, -1, 1, -1, 1, 0])
+    d = result.diagnostics
+    assert d["num_groups"] == 5 and d["zero_variance_groups"] == 1 and d["singleton_share"] == 0.2
+    none = compute_advantages(samples, "at_grpo", scale="none").advantages
+    assert close(none[:3], [2 / 3, -1 / 3, -1 / 3]) and close(none[7:9], [-10, 10])
+
+
+# ------------------------------------------------------------------------------------- Dr. MAS
+
+
+def test_per_agent_turn_base_normalises_each_agent_separately():
+    samples = [
+        turn(0, 0, "a", 0, 1.0),
+        turn(0, 0, "b", 0, 10.0),
+        turn(0, 1, "a", 0, 3.0),
+        turn(0, 1, "b", 0, 30.0),
+        turn(0, 2, "b", 0, 20.0),
+        turn(1, 0, "a", 0, 7.0),  # same agent, other task: singleton
+    ]
+    result = per_agent(samples)
+    assert close(result.advantages, [-1, -S3, 1, S3, 0, 0])
+    assert result.diagnostics["num_groups"] == 3
+
+
+def test_per_agent_episode_base_uses_the_agents_episode_return():
+    samples = [
+        turn(0, 0, "a", 0, 1.0),
+        turn(0, 0, "a", 1, 2.0),  # agent a returns: episode 0 -> 3, episode 1 -> 1
+        turn(0, 1, "a", 0, 1.0),
+        turn(0, 0, "b", 0, 5.0),  # agent b returns: 5 and 5: all equal
+        turn(0, 1, "b", 0, 2.0),
+        turn(0, 1, "b", 1, 3.0),
+    ]
+    result = compute_advantages(samples, "per_agent", base="episode")
+    assert close(result.advantages, [1, 1, -1, 0, 0, 0])
+    assert result.diagnostics["zero_variance_groups"] == 1
+    with pytest.raises(ValueError, match="base"):
+        per_agent(samples, base="trajectory")
+
+
+# --------------------------------------------------------------------------------------- GiGPO
+
+
+def gigpo_batch(invalid: bool = False) -> list[Turn]:
+    """Task 0, agent a, gamma 0.5. Episode 0: states s0 s1 s2, rewards 0 0 1 (R = 1).
+    Episode 1: states s0 s2, rewards 0 0 (R = 0): s2 is met at step 2 and at step 1."""
+    return [
+        turn(0, 0, "a", 0, 0.0, state_key="s0"),
+        turn(0, 1, "a", 0, 0.0, state_key="s0", invalid=invalid),
+        turn(0, 0, "a", 2, 1.0, state_key="s2"),  # given out of time order on purpose
+        turn(0, 0, "a", 1, 0.0, state_key="s1"),
+        turn(0, 1, "a", 1, 0.0, state_key="s2"),
+    ]
+
+
+def test_gigpo_by_hand():
+    result = gigpo(gigpo_batch(), gamma=0.5)
+    # A^E = +1 (episode 0), -1 (episode 1). Discounted: ep0 0.25, 0.5, 1; ep1 0, 0.
+    # anchors: s0 {0.25, 0} -> +-1; s1 singleton -> 0; s2 {1, 0} across steps 2 and 1 -> +-1
+    assert close(result.advantages, [1 + 1, -1 - 1, 1 + 1, 1 + 0, -1 - 1])
+    d = result.diagnostics
+    assert d["anchor/group_size_histogram"] == {1: 1, 2: 2}
+    assert d["anchor/singleton_share"] == pytest.approx(1 / 3)
+    assert d["episode/num_groups"] == 1
+    half = compute_advantages(gigpo_batch(), "gigpo", gamma=0.5, omega=0.5).advantages
+    assert close(half, [1.5, -1.5, 1.5, 1.0, -1.5])
+
+
+def test_gigpo_mean_norm_and_gamma():
+    result = gigpo(gigpo_batch(), gamma=0.5, norm="mean_norm")
+    # A^E = R - mean = +-0.5; s0: 0.25 - 0.125; s2: 1 - 0.5
+    assert close(result.advantages, [0.5 + 0.125, -0.5 - 0.125, 0.5 + 0.5, 0.5, -0.5 - 0.5])
+    gamma_one = gigpo(gigpo_batch(), gamma=1.0, norm="mean_norm").advantages
+    # undiscounted returns-to-go of episode 0 are all 1: s0 {1, 0} -> +-0.5
+    assert close(gamma_one[:2], [1.0, -1.0])
+
+
+def test_gigpo_episode_stats_step_pools_over_samples():
+    traj = gigpo(gigpo_batch(), omega=0.0, episode_stats="trajectory").advantages
+    step = gigpo(gigpo_batch(), omega=0.0, episode_stats="step").advantages
+    assert close(traj, [1, -1, 1, 1, -1])
+    # five samples carry R = 1, 0, 1, 1, 0: mean 0.6, std sqrt(0.24)
+    std = math.sqrt(0.24)
+    assert close(step, [0.4 / std, -0.6 / std, 0.4 / std, 0.4 / std, -0.6 / std])
+    with pytest.raises(ValueError, match="episode_stats"):
+        gigpo(gigpo_batch(), episode_stats="episode")
+
+
+def test_gigpo_invalid_penalty_applies_to_both_levels():
+    default = gigpo(gigpo_batch(invalid=True), gamma=0.5).advantages
+    assert close(default, gigpo(gigpo_batch(), gamma=0.5).advantages)  # default 0: reward has it
+    result = gigpo(gigpo_batch(invalid=True), gamma=0.5, norm="mean_norm", invalid_penalty=0.1)
+    # R = 1, -0.1 -> A^E = +-0.55; s0: 0.25 vs -0.1 -> +-0.175
+    assert result.advantages[1] == pytest.approx(-0.55 - 0.175)
+    assert result.advantages[0] == pytest.approx(0.55 + 0.175)
+
+
+def test_gigpo_anchors_need_same_task_and_agent():
+    samples = gigpo_batch() + [
+        turn(1, 0, "a", 0, 5.0, state_key="s0"),  # same state, other task
+        turn(0, 0, "b", 3, 0.0, state_key="s0"),  # same state and task, other agent
+    ]
+    result = gigpo(samples, gamma=0.5, omega=1.0, norm="mean_norm")
+    assert result.advantages[5] == 0.0  # task 1: one episode, singleton anchor
+    assert result.diagnostics["anchor/group_size_histogram"] == {1: 3, 2: 2}
+    with pytest.raises(ValueError, match="plain episodes"):
+        gigpo([turn(0, 0, "a", 0, 1.0, candidate=0), turn(0, 0, "a", 0, 0.0, candidate=1)])
+
+
+# --------------------------------------------------------------------------------------- MATPO
+
+
+def matpo_batch() -> list[Turn]:
+    """Episode 0: planner delegates to three workers, final answer scores 1 (score 1).
+    Episode 1: planner answers alone, scores 0. Task 1: a single episode."""
+    return [
+        turn(0, 0, "p", 0, 0.0, role="planner"),
+        turn(0, 0, "w", 0, 0.5, step=1, role="worker"),
+        turn(0, 0, "w", 0, 0.5, step=2, role="worker"),
+        turn(0, 1, "p", 0, 0.0, role="planner"),
+        turn(0, 0, "w", 0, 0.5, step=3, role="worker"),
+        turn(0, 0, "p", 1, 1.0, step=4, role="planner"),
+        turn(1, 0, "p", 0, 1.0, role="planner"),
+    ]
+
+
+def test_matpo_broadcasts_planner_episode_advantage_to_workers():
+    result = matpo(matpo_batch())
+    # worker rewards do not enter the score: scores 1 and 0 -> +-1; task 1 singleton -> 0
+    assert close(result.advantages, [1, 1, 1, -1, 1, 1, 0])
+    assert result.diagnostics["num_groups"] == 2
+
+
+def test_matpo_weights_count_every_episode_equally():
+    samples = matpo_batch()
+    w = matpo(samples).weights
+    # 7 samples, 3 episodes: each episode's weights sum to 7/3; episode 0 has 5 samples
+    assert close(w, [7 / 15, 7 / 15, 7 / 15, 7 / 3, 7 / 15, 7 / 15, 7 / 3])
+    assert w.sum() == pytest.approx(len(samples))
+    by_episode = {}
+    for s, weight in zip(samples, w, strict=True):
+        by_episode[(s.task, s.episode)] = by_episode.get((s.task, s.episode), 0.0) + weight
+    assert close(list(by_episode.values()), [7 / 3] * 3)
+    # the many-worker episode (+1) and the lone planner (-1) cancel in the weighted sum
+    assert float(np.sum((w * matpo(samples).advantages)[:6])) == pytest.approx(0.0, abs=1e-5)
+
+
+def test_matpo_planner_role_option_and_missing_planner():
+    samples = [
+        turn(0, 0, "lead", 0, 1.0, role="lead"),
+        turn(0, 0, "w", 0, 9.0, step=1, role="worker"),
+        turn(0, 1, "lead", 0, 0.0, role="lead"),
+    ]
+    assert close(matpo(samples, planner_role="lead").advantages, [1, 1, -1])
+    with pytest.raises(ValueError, match="planner"):
+        matpo(samples)
+
+
+# ---------------------------------------------------------------------------------- Tree-GRPO
+
+
+def test_tree_on_plain_rollouts_equals_grpo():
+    batch = grpo_batch()
+    result = tree(batch)
+    assert close(result.advantages, grpo(batch).advantages)
+    assert result.diagnostics["intra/singleton_share"] == 1.0
+
+
+def tree_batch() -> list[Turn]:
+    """Task 0, two trees, K = 2, two levels. Tree 0: root candidates r = 1 (selected), 0; then
+    under candidate 0 r = 1, 0. Tree 1: root r = 0, 1 (selected); then under candidate 1 r = 0, 0.
+    Leaves (path returns): tree 0 (1,) 0, (0,0) 2, (0,1) 1; tree 1 (0,) 0, (1,0) 1, (1,1) 1."""
+    return [
+        turn(0, 0, "a", 0, 1.0, candidate=0),
+        turn(0, 0, "a", 0, 0.0, candidate=1, selected=False),
+        turn(0, 0, "a", 1, 1.0, tree_node=(0,), candidate=0),
+        turn(0, 0, "a", 1, 0.0, tree_node=(0,), candidate=1, selected=False),
+        turn(0, 1, "a", 0, 0.0, candidate=0, selected=False),
+        turn(0, 1, "a", 0, 1.0, candidate=1),
+        turn(0, 1, "a", 1, 0.0, tree_node=(1,), candidate=0),
+        turn(0, 1, "a", 1, 0.0, tree_node=(1,), candidate=1, selected=False),
+    ]
+
+
+def test_tree_inter_plus_intra_by_hand():
+    result = tree(tree_batch(), scale="none")
+    # inter: mean of all six leaves 5/6. intra: tree 0 mean 1, tree 1 mean 2/3.
+    leaf_02, leaf_01 = (2 - 5 / 6) + (2 - 1), (1 - 5 / 6) + 0
+    leaf_11 = (1 - 5 / 6) + (1 - 2 / 3)
+    expected = [
+        (leaf_02 + leaf_01) / 2,  # inner node: mean over the leaves below it
+        (0 - 5 / 6) + (0 - 1),
+        leaf_02,
+        leaf_01,
+        (0 - 5 / 6) + (0 - 2 / 3),
+        leaf_11,  # both leaves below have the same advantage
+        leaf_11,
+        leaf_11,
+    ]
+    assert close(result.advantages, expected)
+    d = result.diagnostics
+    assert d["num_leaves"] == 6 and d["inter/num_groups"] == 1 and d["intra/num_groups"] == 2
+    grouped = tree(tree_batch()).advantages
+    assert grouped[1] < 0 < grouped[2]
+
+
+def test_tree_rejects_malformed_trees():
+    batch = tree_batch()
+    with pytest.raises(ValueError, match="two samples"):
+        tree(batch + [batch[2]])
+    with pytest.raises(ValueError, match="ancestor"):
+        tree([s for i, s in enumerate(batch) if i != 0])
+
+
+# ------------------------------------------------------------------------------------ registry
+
+
+def test_registry_has_exactly_the_seven_estimators():
+    assert list(ADVANTAGE_ESTIMATORS) == ESTIMATOR_NAMES
+
+
+def test_typo_raises_key_error_listing_the_names():
+    with pytest.raises(KeyError) as info:
+        compute_advantages(grpo_batch(), "gipgo")
+    assert "gipgo" in str(info.value)
+    assert all(name in str(info.value) for name in ESTIMATOR_NAMES)
+
+
+def test_unknown_option_raises_type_error_naming_it():
+    with pytest.raises(TypeError, match="omgea"):
+        compute_advantages(gigpo_batch(), "gigpo", omgea=2.0)
+    with pytest.raises(TypeError, match="scale"):
+        compute_advantages(grpo_batch(), "rloo", scale="none")
+
+
+def test_compute_advantages_passes_options():
+    got = compute_advantages(grpo_batch(), "grpo", scale="none").advantages
+    assert np.array_equal(got, grpo(grpo_batch(), scale="none").advantages)
+
+
+@pytest.mark.parametrize("name", ESTIMATOR_NAMES)
+def test_every_estimator_handles_an_empty_batch(name):
+    result = compute_advantages([], name)
+    assert result.advantages.shape == (0,) and result.weights.shape == (0,)
+    assert result.diagnostics["num_samples"] == 0
+
+
+# ---------------------------------------------------------------------------------- properties
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 4), st.floats(-100, 100, allow_nan=False, width=32)),
+        min_size=1,
+        max_size=30,
+    )
+)
+def test_group_normalised_advantages_have_zero_mean_and_unit_std_per_group(members):
+    groups = [g for g, _ in members]
+    values = np.array([v for _, v in members], dtype=np.float64)
+    adv = normalize_in_groups(values, groups)
+    loo = rloo_in_groups(values, groups)
+    for g in set(groups):
+        mask = np.array(groups) == g
+        spread, size = np.ptp(values[mask]), np.abs(values[mask]).max()
+        if mask.sum() == 1 or spread <= 1e-12 * max(1.0, size):  # the module's "all equal" rule
+            assert np.all(adv[mask] == 0) and np.all(loo[mask] == 0)
+            continue
+        assert abs(adv[mask].mean()) < 1e-9
+        std = values[mask].std()
+        assert adv[mask].std() == pytest.approx(std / (std + EPS), rel=1e-9)
+        for i in np.flatnonzero(mask):
+            others = values[mask & (np.arange(len(values)) != i)]
+            assert loo[i] == pytest.approx(values[i] - others.mean(), abs=1e-9)

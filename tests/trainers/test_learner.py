@@ -1,0 +1,181 @@
+"""Learner mechanics: logprob alignment with the sampler, exact micro-batching, dynamic
+sampling, the pi_old rule, KL to the reference, units from a team, config errors."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+import torch
+
+import envs
+from agents.base import SamplingParams
+from agents.hf import HFPolicy
+from agents.scripted import OraclePolicy
+from agents.team import Team
+from tests.trainers.conftest import EVEN_TEAM_ID
+from trainers.advantages import AdvantageResult, at_grpo
+from trainers.learner import Learner, LearnerConfig
+from trainers.records import TaskKey
+from trainers.rollout import tree_rollout
+
+
+def rollout(team, max_new_tokens=6, env_id="plan_path-v0", n_tasks=3, seed=0, env_kwargs=None):
+    tasks = [TaskKey(env_id, "train", s) for s in range(n_tasks)]
+    sampling = SamplingParams(temperature=1.0, max_new_tokens=max_new_tokens, seed=seed)
+    return tree_rollout(
+        tasks,
+        team,
+        num_candidates=3,
+        sampling=sampling,
+        seed=seed,
+        env_kwargs=env_kwargs or {"max_cycles": 1},
+    )
+
+
+def random_advantages(batch, seed=0):
+    rng = np.random.default_rng(seed)
+    return AdvantageResult(rng.normal(size=len(batch.samples)), np.ones(len(batch.samples)), {})
+
+
+def test_learner_logprobs_equal_the_samplers():
+    env = envs.make("plan_path")
+    policy = HFPolicy("tiny-test")
+    team = Team.shared(env, policy)
+    batch = rollout(team, max_new_tokens=9)
+    learner = Learner(team, LearnerConfig())
+    unit = learner.units["tiny-test"]
+    indices = list(range(len(batch.samples)))
+    lengths = {len(t.token_ids) for t in batch.samples}
+    assert len(lengths) > 1 or max(lengths) == 9  # responses of different lengths in one batch
+    ones = np.ones(len(indices))
+    for micro in learner._micro_batches(unit, batch.samples, indices, ones, ones):
+        with torch.no_grad():
+            logprobs, _ = learner._logprobs(policy.model, micro)
+        mask = micro.response_mask.bool()
+        assert (logprobs[mask] - micro.old_logprobs[mask]).abs().max() <= 1e-4
+
+
+@pytest.mark.parametrize("aggregation", ["token-mean", "seq-mean-token-mean", "seq-mean-token-sum-norm"])
+def test_micro_batches_give_the_same_update_as_one_batch(aggregation):
+    env = envs.make("plan_path")
+    batch = rollout(Team.shared(env, HFPolicy("tiny-test")), max_new_tokens=7)
+    result = random_advantages(batch)
+    result = dataclasses.replace(
+        result, weights=np.random.default_rng(1).uniform(0.5, 2.0, len(batch.samples))
+    )
+    updated = []
+    for budget in (10**9, 150):  # one micro-batch vs many
+        policy = HFPolicy("tiny-test")
+        config = LearnerConfig(
+            lr=1e-3,
+            aggregation=aggregation,
+            max_response_length=16,
+            micro_batch_tokens=budget,
+            max_grad_norm=None,
+        )
+        learner = Learner(Team.shared(env, policy), config)
+        grads = []
+        # Compare gradients, not Adam's update (its first step is ~lr * sign(g): sign noise
+        # on near-zero gradients would hide an exact match).
+        learner.units["tiny-test"].optimizer.step = lambda grads=grads, model=policy.model: grads.append(
+            [p.grad.detach().clone() for p in model.parameters()]
+        )
+        metrics = learner.step(batch.samples, result)["tiny-test"]
+        updated.append((metrics, grads[0]))
+    (one, grads_one), (many, grads_many) = updated
+    assert one["micro_batches"] == 1 and many["micro_batches"] > 1
+    assert many["loss"] == pytest.approx(one["loss"], rel=1e-4, abs=1e-6)
+    assert many["grad_norm"] == pytest.approx(one["grad_norm"], rel=1e-4)
+    for a, b in zip(grads_one, grads_many, strict=True):
+        assert torch.allclose(a, b, rtol=1e-3, atol=1e-7)
+
+
+def test_dynamic_sampling_drops_zero_advantages_and_reports_them():
+    env = envs.make("plan_path")
+    team = Team.shared(env, HFPolicy("tiny-test"))
+    batch = rollout(team)
+    result = random_advantages(batch)
+    result.advantages[::2] = 0.0
+    metrics = Learner(team, LearnerConfig()).step(batch.samples, result)["tiny-test"]
+    zeros = int((result.advantages == 0).sum())
+    assert metrics["dropped_zero_advantage"] == zeros
+    assert metrics["samples"] == len(batch.samples) - zeros
+    everything = Learner(team, LearnerConfig(dynamic_sampling=False)).step(batch.samples, result)["tiny-test"]
+    assert everything["samples"] == len(batch.samples) and everything["dropped_zero_advantage"] == 0
+
+
+def test_pi_old_from_the_sampler_equals_recomputed_on_policy():
+    env = envs.make("plan_path")
+    batch = rollout(Team.shared(env, HFPolicy("tiny-test")))
+    result = random_advantages(batch)
+    for recompute in (False, True):
+        policy = HFPolicy("tiny-test")
+        metrics = Learner(Team.shared(env, policy), LearnerConfig(recompute_old_logprobs=recompute)).step(
+            batch.samples, result
+        )["tiny-test"]
+        assert metrics["ratio_max"] == pytest.approx(1.0, abs=1e-3)  # on-policy: ratio 1
+        assert metrics["clip_fraction"] == 0.0
+
+
+def test_per_role_kl_is_zero_at_start_and_grows_after_updates():
+    env = envs.make("plan_path")
+    policy = HFPolicy("tiny-test", adapters=env.roles)
+    team = Team.per_role(env, policy)
+    learner = Learner(team, LearnerConfig(lr=5e-2, kl_coef=0.1))
+    batch = rollout(team)
+    first = learner.step(batch.samples, random_advantages(batch))
+    assert set(first) == {"tiny-test:planner", "tiny-test:executor"}
+    assert all(abs(m["kl"]) < 1e-6 for m in first.values())  # fresh adapters = the reference
+    for seed in range(1, 4):
+        batch = rollout(team, seed=seed)
+        last = learner.step(batch.samples, random_advantages(batch, seed))
+    assert all(m["kl"] > 0 for m in last.values())
+
+
+def test_scripted_roles_are_not_trained_and_a_scripted_only_team_is_refused():
+    env = envs.make("plan_path")
+    policy = HFPolicy("tiny-test")
+    team = Team(env, {"planner": OraclePolicy(), "executor": policy})
+    learner = Learner(team, LearnerConfig())
+    assert set(learner.units) == {"tiny-test"}
+    batch = rollout(team)
+    metrics = learner.step(batch.samples, at_grpo(batch.samples))
+    assert metrics["tiny-test"]["samples"] <= sum(t.role == "executor" for t in batch.samples)
+    with pytest.raises(ValueError, match="no trainable policy"):
+        Learner(Team.shared(env, OraclePolicy()))
+
+
+def test_shared_learning_on_the_even_task_changes_only_with_nonzero_advantages():
+    env = envs.make(EVEN_TEAM_ID)
+    policy = HFPolicy("tiny-test")
+    team = Team.shared(env, policy)
+    before = [p.detach().clone() for p in policy.model.parameters()]
+    tasks = [TaskKey(EVEN_TEAM_ID, "train", s) for s in range(4)]
+    batch = tree_rollout(tasks, team, num_candidates=4, sampling=SamplingParams(max_new_tokens=1), seed=0)
+    zero = AdvantageResult(np.zeros(len(batch.samples)), np.ones(len(batch.samples)), {})
+    Learner(team, LearnerConfig()).step(batch.samples, zero)
+    assert all(torch.equal(a, b) for a, b in zip(before, policy.model.parameters(), strict=True))
+
+
+@pytest.mark.parametrize(
+    "kwargs,match",
+    [
+        ({"loss": "ppo"}, "LearnerConfig.loss='ppo'"),
+        ({"lr": 0}, "lr must be > 0"),
+        ({"micro_batch_tokens": 0}, "micro_batch_tokens"),
+        ({"temperature": 0}, "temperature"),
+    ],
+)
+def test_config_errors_name_the_field(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        LearnerConfig(**kwargs)
+
+
+def test_mismatched_advantages_are_refused():
+    env = envs.make("plan_path")
+    team = Team.shared(env, HFPolicy("tiny-test"))
+    batch = rollout(team)
+    with pytest.raises(ValueError, match="advantages"):
+        Learner(team).step(batch.samples, AdvantageResult(np.zeros(1), np.ones(1), {}))

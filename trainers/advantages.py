@@ -1,0 +1,498 @@
+"""Advantage estimators (ALGORITHMS.md sections 1-7): one grouping engine, seven estimators.
+
+Layer 1, array functions on float64 numpy arrays: :func:`group_ids`, :func:`normalize_in_groups`,
+:func:`rloo_in_groups`, :func:`discounted_returns`, :func:`group_stats`. Layer 2, estimators over
+the training samples (``Sequence[Turn]``) that build group keys from ``Turn`` fields and return an
+:class:`AdvantageResult` (one advantage and one loss weight per sample, in input order), registered
+in :data:`ADVANTAGE_ESTIMATORS` and called by name through :func:`compute_advantages`.
+
+Rules every function follows:
+
+* a group of size 1 gets A = 0 (nothing to compare with);
+* a group whose values are all equal gets A = 0 exactly and counts in ``zero_variance_groups``.
+  "All equal" tolerates float rounding (max - min <= 1e-12 * max(1, max |v|)), so returns summed in
+  different orders (0.1 + 0.2 vs 0.3) do not turn noise into a +-1 split;
+* std is the population std, eps = 1e-6 is added to it;
+* every record-level key starts with ``Turn.task``, so groups never mix tasks;
+* an *episode* is the samples with equal (task, episode). Its return is the sum of the rewards of
+  its ``selected`` samples (all of a plain rollout; the executed path of a tree rollout, as in
+  ``Episode.returns``). Every sample of the episode, selected or not, gets its advantage.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections import Counter, defaultdict
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from trainers.records import Turn
+
+__all__ = [
+    "ADVANTAGE_ESTIMATORS",
+    "EPS",
+    "AdvantageResult",
+    "at_grpo",
+    "compute_advantages",
+    "discounted_returns",
+    "gigpo",
+    "grpo",
+    "group_ids",
+    "group_stats",
+    "matpo",
+    "normalize_in_groups",
+    "per_agent",
+    "rloo",
+    "rloo_in_groups",
+    "tree",
+]
+
+EPS = 1e-6
+SCALES = ("group", "batch", "none")
+_EQUAL_RTOL = 1e-12
+_GIGPO_NORMS = {"mean_std_norm": "group", "mean_norm": "none"}
+
+Groups = Sequence[Hashable] | np.ndarray
+
+
+# Layer 1: array functions
+
+
+def group_ids(keys: Sequence[Hashable]) -> np.ndarray:
+    """Dense int64 group ids 0..G-1, numbered in first-seen order of ``keys``."""
+    index: dict[Hashable, int] = {}
+    return np.fromiter((index.setdefault(k, len(index)) for k in keys), dtype=np.int64, count=len(keys))
+
+
+def _dense(groups: Groups) -> tuple[np.ndarray, int]:
+    """Any group labelling (keys or ints) -> (dense ids, number of groups)."""
+    if isinstance(groups, np.ndarray) and groups.dtype.kind in "iu":
+        uniq, inverse = np.unique(groups, return_inverse=True)
+        return inverse.reshape(-1).astype(np.int64), len(uniq)
+    ids = group_ids(list(groups))
+    return ids, (int(ids.max()) + 1 if len(ids) else 0)
+
+
+def _prepare(values: Sequence[float] | np.ndarray, groups: Groups) -> tuple[np.ndarray, np.ndarray, int]:
+    v = np.asarray(values, dtype=np.float64).reshape(-1)
+    ids, n = _dense(groups)
+    if len(ids) != len(v):
+        raise ValueError(f"{len(v)} values but {len(ids)} group labels")
+    return v, ids, n
+
+
+def _moments(v: np.ndarray, ids: np.ndarray, n: int) -> tuple[np.ndarray, ...]:
+    """Per group: sizes, population std and "all equal" flags; per value: value - group mean."""
+    counts = np.bincount(ids, minlength=n)
+    safe = np.maximum(counts, 1)
+    centred = v - (np.bincount(ids, weights=v, minlength=n) / safe)[ids]
+    std = np.sqrt(np.bincount(ids, weights=centred**2, minlength=n) / safe)
+    hi, lo = np.full(n, -np.inf), np.full(n, np.inf)
+    np.maximum.at(hi, ids, v)
+    np.minimum.at(lo, ids, v)
+    equal = hi - lo <= _EQUAL_RTOL * np.maximum(1.0, np.maximum(np.abs(hi), np.abs(lo)))
+    return counts, centred, std, equal
+
+
+def _check_choice(name: str, value: object, choices: Sequence[object]) -> None:
+    if value not in choices:
+        raise ValueError(f"{name}={value!r}; expected one of {list(choices)}")
+
+
+def normalize_in_groups(
+    values: Sequence[float] | np.ndarray, groups: Groups, scale: str = "group", eps: float = EPS
+) -> np.ndarray:
+    """Group-relative advantages.
+
+    ``scale="group"``: A_i = (r_i - mean_g r) / (std_g r + eps), population std of the group (GRPO).
+    ``scale="batch"``: A_i = (r_i - mean_g r) / (std r + eps), std of all ``values`` passed (the
+    caller's batch, every group pooled, raw values): group mean, batch std.
+    ``scale="none"``: A_i = r_i - mean_g r (Dr. GRPO, GiGPO ``mean_norm``).
+
+    Singleton groups and all-equal groups get A = 0 under every scale.
+
+    Args:
+        values: One value per member.
+        groups: One group label per member (any hashable keys, or ints).
+        scale: ``"group"``, ``"batch"`` or ``"none"``.
+        eps: Added to the std.
+
+    Returns:
+        float64 advantages, one per member, in input order.
+    """
+    _check_choice("scale", scale, SCALES)
+    v, ids, n = _prepare(values, groups)
+    _, centred, std, equal = _moments(v, ids, n)
+    if scale == "group":
+        adv = centred / (std[ids] + eps)
+    elif scale == "batch":
+        adv = centred / (v.std() + eps) if len(v) else centred
+    else:
+        adv = centred
+    adv[equal[ids]] = 0.0  # singletons are "all equal" too
+    return adv
+
+
+def rloo_in_groups(values: Sequence[float] | np.ndarray, groups: Groups) -> np.ndarray:
+    """Leave-one-out baseline: A_i = r_i - mean_{j != i, j in g} r_j = K/(K-1) * (r_i - mean_g r).
+
+    Singleton groups (no other member to form a baseline) and all-equal groups get A = 0.
+    """
+    v, ids, n = _prepare(values, groups)
+    counts, centred, _, equal = _moments(v, ids, n)
+    k = counts[ids].astype(np.float64)
+    adv = centred * k / np.maximum(k - 1.0, 1.0)
+    adv[equal[ids]] = 0.0
+    return adv
+
+
+def discounted_returns(
+    rewards: Sequence[float] | np.ndarray,
+    groups: Groups,
+    gamma: float,
+    order: Sequence[float] | np.ndarray | None = None,
+) -> np.ndarray:
+    """Discounted return-to-go within each group (episode): R_t = sum_{k >= t} gamma^(k - t) r_k.
+
+    Members of a group are put in time order by ``order`` (ties and ``order=None``: input order);
+    k - t counts positions in that order, not differences of ``order`` values.
+
+    Returns:
+        float64 returns, one per member, in input order.
+    """
+    if not 0.0 <= gamma <= 1.0:
+        raise ValueError(f"gamma={gamma!r}; expected 0 <= gamma <= 1")
+    r, ids, _ = _prepare(rewards, groups)
+    keys = np.arange(len(r)) if order is None else np.asarray(order)
+    out = np.empty_like(r)
+    running, current = 0.0, -1
+    for i in np.lexsort((keys, ids))[::-1]:  # by group, then time, walked backwards
+        if ids[i] != current:
+            running, current = 0.0, ids[i]
+        running = r[i] + gamma * running
+        out[i] = running
+    return out
+
+
+def group_stats(groups: Groups, values: Sequence[float] | np.ndarray) -> dict[str, float | dict]:
+    """Diagnostics of a grouping.
+
+    Returns:
+        ``num_groups``; ``group_size_mean``/``_min``/``_max``; ``singleton_share`` (share of groups
+        of size 1); ``zero_variance_groups`` (groups of size > 1 whose values are all equal: A = 0,
+        no learning signal) and ``zero_variance_share`` (their share among groups of size > 1);
+        ``group_size_histogram`` ({size: number of groups}, sizes ascending).
+    """
+    v, ids, n = _prepare(values, groups)
+    counts, _, _, equal = _moments(v, ids, n)
+    multi = counts > 1
+    zero_var = int(np.sum(equal & multi))
+    return {
+        "num_groups": n,
+        "group_size_mean": float(counts.mean()) if n else 0.0,
+        "group_size_min": int(counts.min()) if n else 0,
+        "group_size_max": int(counts.max()) if n else 0,
+        "singleton_share": float(np.mean(counts == 1)) if n else 0.0,
+        "zero_variance_groups": zero_var,
+        "zero_variance_share": zero_var / int(multi.sum()) if multi.any() else 0.0,
+        "group_size_histogram": dict(sorted(Counter(counts.tolist()).items())),
+    }
+
+
+# Layer 2: record-level estimators
+
+
+@dataclass(frozen=True)
+class AdvantageResult:
+    """What an estimator returns.
+
+    Attributes:
+        advantages: float64, one per sample, in the order the samples were given.
+        weights: float64 per-sample loss weights (ones unless the estimator sets them).
+        diagnostics: Scalars and histograms to log (``group_stats`` keys, prefixed per level).
+    """
+
+    advantages: np.ndarray
+    weights: np.ndarray
+    diagnostics: dict[str, float | dict] = field(default_factory=dict)
+
+
+def _result(
+    adv: np.ndarray, diagnostics: dict[str, float | dict], weights: np.ndarray | None = None
+) -> AdvantageResult:
+    adv = np.asarray(adv, dtype=np.float64)
+    w = np.ones_like(adv) if weights is None else np.asarray(weights, dtype=np.float64)
+    return AdvantageResult(adv, w, {"num_samples": len(adv), **diagnostics})
+
+
+def _prefixed(prefix: str, stats: dict[str, float | dict]) -> dict[str, float | dict]:
+    return {f"{prefix}/{k}": v for k, v in stats.items()}
+
+
+def _rewards(samples: Sequence[Turn]) -> np.ndarray:
+    return np.array([float(s.reward) for s in samples], dtype=np.float64)
+
+
+def _members(
+    samples: Sequence[Turn], member: Callable[[Turn], Hashable], group: Callable[[Turn], Hashable]
+) -> tuple[np.ndarray, np.ndarray]:
+    """Members made of several samples (an episode, an agent's part of one): the member id of
+    every sample and the group id of every member."""
+    of_sample = group_ids([member(s) for s in samples])
+    group_of: list[Hashable] = [None] * (int(of_sample.max()) + 1 if len(of_sample) else 0)
+    for s, m in zip(samples, of_sample.tolist(), strict=True):
+        group_of[m] = group(s)
+    return of_sample, group_ids(group_of)
+
+
+def _member_sums(samples: Sequence[Turn], values: np.ndarray, of_sample: np.ndarray, n: int) -> np.ndarray:
+    """Sum of ``values`` over the selected samples of each member (the path return)."""
+    selected = np.array([s.selected for s in samples], dtype=np.float64)
+    return np.bincount(of_sample, weights=values * selected, minlength=n)
+
+
+def _episodes(samples: Sequence[Turn]) -> tuple[np.ndarray, np.ndarray]:
+    return _members(samples, lambda s: (s.task, s.episode), lambda s: s.task)
+
+
+def grpo(samples: Sequence[Turn], *, scale: str = "group") -> AdvantageResult:
+    """Single-agent GRPO baseline: group key (task) over whole episodes.
+
+    R_i = sum of the rewards of episode i, A_i = normalize_in_groups(R, task, scale) over the
+    episodes of the task (one value per episode), broadcast to every sample of episode i. K = 2
+    episodes per task with ``scale="group"`` is 2-GRPO: A = +-1 (0 if R_1 = R_2) up to eps.
+    """
+    ep, ep_task = _episodes(samples)
+    returns = _member_sums(samples, _rewards(samples), ep, len(ep_task))
+    return _result(normalize_in_groups(returns, ep_task, scale)[ep], group_stats(ep_task, returns))
+
+
+def rloo(samples: Sequence[Turn]) -> AdvantageResult:
+    """RLOO over the episodes of a task: A_i = R_i - mean_{j != i} R_j = K/(K-1) (R_i - mean R),
+    R_i the episode return, broadcast to every sample of episode i. One episode -> 0."""
+    ep, ep_task = _episodes(samples)
+    returns = _member_sums(samples, _rewards(samples), ep, len(ep_task))
+    return _result(rloo_in_groups(returns, ep_task)[ep], group_stats(ep_task, returns))
+
+
+def at_grpo(samples: Sequence[Turn], *, scale: str = "group") -> AdvantageResult:
+    """AT-GRPO: the K candidates of one tree node, normalised by their own ``Turn.reward``.
+
+    Group key (task, episode, tree_node, turn, agent): the candidates that answered the same prompt.
+    With one tree per task (``episode`` constant, and ``tree_node`` fixed by (turn, agent) along
+    the one selected path) this is ALGORITHMS.md's (task, turn, agent); ``episode`` and
+    ``tree_node`` only keep several trees of one task apart. Plain rollouts (one candidate per
+    node) give singleton groups, hence A = 0: AT-GRPO needs tree rollouts with K >= 2.
+    """
+    ids = group_ids([(s.task, s.episode, s.tree_node, s.turn, s.agent) for s in samples])
+    r = _rewards(samples)
+    return _result(normalize_in_groups(r, ids, scale), group_stats(ids, r))
+
+
+def per_agent(samples: Sequence[Turn], *, scale: str = "group", base: str = "turn") -> AdvantageResult:
+    """Dr. MAS agent-wise normalisation: group key (task, agent), A = (R - mu_agent)/(sigma_agent + eps).
+
+    ``base="turn"``: members are the agent's samples in the task, R = ``Turn.reward``.
+    ``base="episode"``: members are the agent's episodes in the task (one value per
+    (task, episode, agent)), R = the agent's own return in the episode (sum of its selected
+    rewards, as in ``Episode.returns[agent]``), broadcast to the agent's samples of that episode.
+    """
+    _check_choice("base", base, ("turn", "episode"))
+    r = _rewards(samples)
+    if base == "turn":
+        ids = group_ids([(s.task, s.agent) for s in samples])
+        return _result(normalize_in_groups(r, ids, scale), group_stats(ids, r))
+    member, groups = _members(samples, lambda s: (s.task, s.episode, s.agent), lambda s: (s.task, s.agent))
+    returns = _member_sums(samples, r, member, len(groups))
+    return _result(normalize_in_groups(returns, groups, scale)[member], group_stats(groups, returns))
+
+
+def gigpo(
+    samples: Sequence[Turn],
+    *,
+    omega: float = 1.0,
+    gamma: float = 0.95,
+    norm: str = "mean_std_norm",
+    episode_stats: str = "trajectory",
+    invalid_penalty: float = 0.0,
+) -> AdvantageResult:
+    """GiGPO: A = A^E + omega * A^S over plain (un-branched) episodes.
+
+    Rewards first: r = Turn.reward - invalid_penalty for invalid turns. The default 0.0 differs
+    from ALGORITHMS.md's 0.1 because teamgym envs already put their invalid penalty in the reward
+    (``local/invalid``); 0.1 reproduces verl-agent's extra penalty on top.
+
+    Episode level: R_i = sum_t r_{i,t}, A^E_i = (R_i - mean R)/F over the episodes of the task,
+    F = std + eps (``norm="mean_std_norm"``) or 1 (``"mean_norm"``). ``episode_stats="trajectory"``
+    takes mean/std over one value per episode; ``"step"`` pools them over the step samples (each
+    sample carries its episode's R_i, so long episodes weigh more: verl-agent's default). Parity is
+    in the pooling only: verl-agent's std is Bessel-corrected and its one-episode tasks keep A = R;
+    here population std and A = 0, as ALGORITHMS.md requires.
+
+    Step level: R_{i,t} = sum_{k >= t} gamma^(k-t) r_{i,k} along episode i ordered by ``Turn.step``;
+    anchor group (task, agent, state_key) across all episodes and time indices of the task;
+    A^S = (R_{i,t} - mean)/F in the anchor group (same F), singleton anchors -> 0.
+
+    Raises:
+        ValueError: Two samples of one episode share a ``step`` (tree samples are not plain episodes).
+    """
+    _check_choice("norm", norm, tuple(_GIGPO_NORMS))
+    _check_choice("episode_stats", episode_stats, ("trajectory", "step"))
+    scale = _GIGPO_NORMS[norm]
+    steps = Counter((s.task, s.episode, s.step) for s in samples)
+    clash = next((key for key, count in steps.items() if count > 1), None)
+    if clash is not None:
+        raise ValueError(
+            f"gigpo needs plain episodes: task {clash[0]} episode {clash[1]} repeats step {clash[2]}"
+        )
+    r = _rewards(samples) - invalid_penalty * np.array([s.invalid for s in samples], dtype=np.float64)
+    ep, ep_task = _episodes(samples)
+    returns = _member_sums(samples, r, ep, len(ep_task))
+    if episode_stats == "trajectory":
+        adv_episode = normalize_in_groups(returns, ep_task, scale)[ep]
+        episode_diag = group_stats(ep_task, returns)
+    else:
+        adv_episode = normalize_in_groups(returns[ep], ep_task[ep], scale)
+        episode_diag = group_stats(ep_task[ep], returns[ep])
+    to_go = discounted_returns(r, ep, gamma, order=[s.step for s in samples])
+    anchors = group_ids([(s.task, s.agent, s.state_key) for s in samples])
+    adv_step = normalize_in_groups(to_go, anchors, scale)
+    return _result(
+        adv_episode + omega * adv_step,
+        {**_prefixed("episode", episode_diag), **_prefixed("anchor", group_stats(anchors, to_go))},
+    )
+
+
+def matpo(samples: Sequence[Turn], *, planner_role: str = "planner", scale: str = "group") -> AdvantageResult:
+    """MATPO: planner-rooted episodes normalised per task, broadcast to their worker turns.
+
+    Episode i = the samples with equal (task, episode): its planner turns and the worker turns they
+    spawned. r_i = sum of the rewards of its (selected) planner turns: the envs pay the outcome
+    score to the planner's final answer, and summing also keeps shaping rewards the planner earned
+    earlier. A_i is normalised over the planner episodes of the task; every sample of episode i
+    (planner and worker) gets A_i.
+
+    Weights: w = (S / E) / n_i for each of the n_i samples of episode i (S samples, E episodes in
+    the call). Every episode's weights sum to S / E, so each planner episode counts equally however
+    many worker turns it has, and the weights sum to S (mean 1): a loss that averages w * loss over
+    samples keeps the scale of an unweighted one, a loss divided by sum(w) is unaffected.
+
+    Raises:
+        ValueError: An episode has no turn of ``planner_role``.
+    """
+    r = _rewards(samples)
+    ep, ep_task = _episodes(samples)
+    n = len(ep_task)
+    is_planner = np.array([s.role == planner_role for s in samples], dtype=np.float64)
+    if n and np.bincount(ep, weights=is_planner, minlength=n).min() == 0:
+        roles = sorted({s.role for s in samples})
+        raise ValueError(f"matpo: an episode has no turn of role {planner_role!r} (roles seen: {roles})")
+    scores = _member_sums(samples, r * is_planner, ep, n)
+    sizes = np.bincount(ep, minlength=n)
+    weights = (len(samples) / n) / sizes[ep] if n else np.ones(0)
+    return _result(normalize_in_groups(scores, ep_task, scale)[ep], group_stats(ep_task, scores), weights)
+
+
+def _tree_leaves(samples: Sequence[Turn], idx: list[int], r: np.ndarray) -> list[tuple[float, list[int]]]:
+    """(path return, samples on the root-to-leaf path) for every leaf of one tree."""
+    if all(samples[i].tree_node == () and samples[i].candidate == 0 for i in idx):
+        return [(float(sum(r[i] for i in idx if samples[i].selected)), idx)]  # plain episode: one path
+    node: dict[tuple[int, ...], int] = {}
+    for i in idx:
+        path = (*samples[i].tree_node, samples[i].candidate)
+        if path in node:
+            raise ValueError(
+                f"tree: two samples at node path {path} of {samples[i].task} tree {samples[i].episode}"
+            )
+        node[path] = i
+    inner = {samples[i].tree_node[:m] for i in idx for m in range(1, len(samples[i].tree_node) + 1)}
+    leaves = []
+    for path, i in node.items():
+        if path in inner:
+            continue
+        try:
+            on_path = [node[path[:m]] for m in range(1, len(path) + 1)]
+        except KeyError as missing:
+            raise ValueError(f"tree: node {path} of {samples[i].task} lacks ancestor {missing}") from None
+        leaves.append((float(r[on_path].sum()), on_path))
+    return leaves
+
+
+def tree(samples: Sequence[Turn], *, scale: str = "group") -> AdvantageResult:
+    """Tree-GRPO: A = A_inter + A_intra over leaves, then from leaves to every node.
+
+    A tree is the samples with equal (task, episode). A node's path is ``tree_node + (candidate,)``;
+    a leaf is a node no other node descends from; its value is its path return (the rewards of the
+    selected ancestors on its path plus its own). A plain rollout (all ``tree_node == ()`` and
+    ``candidate == 0``) is a one-path tree: one leaf, its value the episode return.
+
+    A_inter normalises the leaf values over all leaves of the task, A_intra over the leaves of the
+    same tree (``scale`` for both). A leaf gets A_inter + A_intra; an inner node gets the mean of
+    that over the leaves below it (a trajectory-level loss counts a shared prefix once per leaf;
+    the mean keeps its advantage on the leaves' scale). On plain rollouts A_intra = 0 and ``tree``
+    equals ``grpo``. In AT-GRPO trees the unselected candidates are leaves whose paths stop early,
+    so their returns count fewer turns than the full path: prefer ``at_grpo`` for those.
+
+    Raises:
+        ValueError: Two samples share a node, or a node's ancestor is missing.
+    """
+    r = _rewards(samples)
+    trees: dict[tuple[Hashable, int], list[int]] = defaultdict(list)
+    for i, s in enumerate(samples):
+        trees[(s.task, s.episode)].append(i)
+    values, tasks, tree_keys, paths = [], [], [], []
+    for key, idx in trees.items():
+        for value, on_path in _tree_leaves(samples, idx, r):
+            values.append(value)
+            tasks.append(key[0])
+            tree_keys.append(key)
+            paths.append(on_path)
+    leaf_adv = normalize_in_groups(values, tasks, scale) + normalize_in_groups(values, tree_keys, scale)
+    total, count = np.zeros(len(samples)), np.zeros(len(samples))
+    for a, on_path in zip(leaf_adv, paths, strict=True):
+        total[on_path] += a
+        count[on_path] += 1
+    return _result(
+        total / np.maximum(count, 1),
+        {
+            "num_leaves": len(values),
+            **_prefixed("inter", group_stats(tasks, values)),
+            **_prefixed("intra", group_stats(tree_keys, values)),
+        },
+    )
+
+
+ADVANTAGE_ESTIMATORS: dict[str, Callable[..., AdvantageResult]] = {
+    "grpo": grpo,
+    "rloo": rloo,
+    "at_grpo": at_grpo,
+    "per_agent": per_agent,
+    "gigpo": gigpo,
+    "matpo": matpo,
+    "tree": tree,
+}
+
+
+def compute_advantages(samples: Sequence[Turn], estimator: str, **options: object) -> AdvantageResult:
+    """Run the estimator registered as ``estimator`` on ``samples`` with keyword ``options``.
+
+    Raises:
+        KeyError: Unknown estimator name (the message lists the valid ones).
+        TypeError: An option the estimator does not take (named in the message).
+        ValueError: An option value outside its choices.
+    """
+    try:
+        fn = ADVANTAGE_ESTIMATORS[estimator]
+    except KeyError:
+        raise KeyError(
+            f"unknown advantage estimator {estimator!r}; valid: {', '.join(ADVANTAGE_ESTIMATORS)}"
+        ) from None
+    accepted = [p.name for p in inspect.signature(fn).parameters.values() if p.kind is p.KEYWORD_ONLY]
+    unknown = sorted(set(options) - set(accepted))
+    if unknown:
+        raise TypeError(
+            f"advantage estimator {estimator!r} got unknown option(s) {unknown}; accepted: {accepted}"
+        )
+    return fn(samples, **options)

@@ -1,0 +1,348 @@
+"""The learner: one policy-gradient update per rollout batch, for every trainable policy.
+
+A *unit* is what one optimiser trains: a whole shared model (``HFPolicy`` without
+adapters), one per-role LoRA adapter (``HFPolicy(..., adapters=roles)``, only that
+adapter's parameters), or a separate per-role model. Units are found from a ``Team`` and
+named like ``Turn.policy`` (``"name"`` or ``"name:adapter"``), so every sample is trained
+by exactly the policy that produced it. Scripted policies are not trained.
+
+One ``step``:
+
+1. dynamic sampling: samples with advantage 0 (singleton or all-equal groups) are dropped
+   and counted (they carry no gradient, and leaving them out keeps them from diluting the
+   token-mean denominator, as in DAPO);
+2. pi_old (ALGORITHMS.md section 3): the sampler's logprobs, which are exact because the
+   sampler reports them under the same temperature/top-p and the weights have not changed
+   since the rollout; ``recompute_old_logprobs=True`` recomputes them with the learner's
+   forward before any update instead;
+3. micro-batches under a padded-token budget; each micro-batch's loss is scaled by its
+   share of the batch's aggregation denominator, so the summed gradients equal those of
+   one forward over the whole batch;
+4. gradient clipping and one optimiser step per unit.
+
+Log-probabilities are computed with ``agents.sampling`` under the sampler's temperature
+and top-p, over left-padded prompt + response sequences with the same position ids the
+sampler used.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+
+from agents.hf import HFPolicy
+from agents.team import Team
+from trainers.advantages import AdvantageResult
+from trainers.losses import DEFAULT_LOSS_PRESETS, policy_loss, token_entropy, token_logprobs
+from trainers.records import Turn
+
+__all__ = ["LearnerConfig", "Learner", "TrainUnit"]
+
+
+@dataclass(frozen=True)
+class LearnerConfig:
+    """Optimisation settings.
+
+    Attributes:
+        lr: AdamW learning rate.
+        weight_decay: AdamW weight decay.
+        max_grad_norm: Gradient-norm clip per unit (``None``: no clipping).
+        loss: Loss preset (``grpo``, ``dapo``, ``dr_grpo``) giving eps_low/eps_high/aggregation.
+        eps_low: Override of the preset's lower clip range.
+        eps_high: Override of the preset's upper clip range (clip-higher).
+        aggregation: Override of the preset's token aggregation mode.
+        max_response_length: Constant divisor of ``seq-mean-token-sum-norm`` (Dr. GRPO).
+        kl_coef: Weight of the k3 KL to the frozen reference (the base model with adapters
+            off for LoRA units, a frozen copy of the initial weights otherwise); 0 disables.
+        entropy_coef: Weight of the entropy bonus.
+        micro_batch_tokens: Padded tokens (rows x longest sequence) per forward/backward.
+        dynamic_sampling: Drop zero-advantage samples before the update.
+        recompute_old_logprobs: Recompute pi_old with the learner instead of trusting the
+            sampler's logprobs.
+        temperature: The sampler's temperature (log pi is computed under it).
+        top_p: The sampler's top-p.
+    """
+
+    lr: float = 1e-5
+    weight_decay: float = 0.0
+    max_grad_norm: float | None = 1.0
+    loss: str = "grpo"
+    eps_low: float | None = None
+    eps_high: float | None = None
+    aggregation: str | None = None
+    max_response_length: int | None = None
+    kl_coef: float = 0.0
+    entropy_coef: float = 0.0
+    micro_batch_tokens: int = 8192
+    dynamic_sampling: bool = True
+    recompute_old_logprobs: bool = False
+    temperature: float = 1.0
+    top_p: float = 1.0
+
+    def __post_init__(self) -> None:
+        if self.loss not in DEFAULT_LOSS_PRESETS:
+            raise ValueError(
+                f"LearnerConfig.loss={self.loss!r}; choose one of {sorted(DEFAULT_LOSS_PRESETS)}"
+            )
+        if self.lr <= 0:
+            raise ValueError(f"LearnerConfig.lr must be > 0, got {self.lr}")
+        if self.micro_batch_tokens < 1:
+            raise ValueError(f"LearnerConfig.micro_batch_tokens must be >= 1, got {self.micro_batch_tokens}")
+        if self.temperature <= 0:
+            raise ValueError(
+                "LearnerConfig.temperature must be the sampler's temperature (> 0; greedy can't train)"
+            )
+
+    def loss_kwargs(self) -> dict[str, Any]:
+        kwargs = dict(DEFAULT_LOSS_PRESETS[self.loss])
+        for name in ("eps_low", "eps_high", "aggregation", "max_response_length"):
+            if getattr(self, name) is not None:
+                kwargs[name] = getattr(self, name)
+        kwargs["kl_coef"] = self.kl_coef
+        kwargs["entropy_coef"] = self.entropy_coef
+        return kwargs
+
+
+@dataclass
+class TrainUnit:
+    """One optimiser's worth of parameters: a model, or one adapter of a model."""
+
+    name: str
+    policy: HFPolicy
+    adapter: str | None
+    parameters: list[torch.nn.Parameter]
+    optimizer: torch.optim.Optimizer
+    reference: Any = None  # frozen model for the KL term (None: adapters-off base, or no KL)
+
+
+def _units_from_team(team: Team, config: LearnerConfig) -> dict[str, TrainUnit]:
+    units: dict[str, TrainUnit] = {}
+    for binding in team.bindings.values():
+        policy, adapter = binding.policy, binding.adapter
+        if not isinstance(policy, HFPolicy):
+            continue  # scripted policies have nothing to train
+        name = policy.name + (f":{adapter}" if adapter else "")
+        if name in units:
+            continue
+        if adapter is None and policy.adapter_names:
+            raise ValueError(
+                f"role bound to {policy.name!r} without an adapter, but that policy has adapters "
+                f"{list(policy.adapter_names)}; bind each role to its adapter (Team.per_role)"
+            )
+        if adapter is None:
+            parameters = [p for p in policy.model.parameters()]
+            reference = _frozen_copy(policy.model) if config.kl_coef > 0 else None
+        else:
+            parameters = [
+                p for n, p in policy.model.named_parameters() if "lora_" in n and f".{adapter}." in n
+            ]
+            reference = None  # the base model with adapters disabled
+        for parameter in parameters:
+            parameter.requires_grad_(True)
+        optimizer = torch.optim.AdamW(parameters, lr=config.lr, weight_decay=config.weight_decay)
+        units[name] = TrainUnit(name, policy, adapter, parameters, optimizer, reference)
+    if not units:
+        raise ValueError("the team has no trainable policy (only scripted ones); bind an HFPolicy to a role")
+    return units
+
+
+def _frozen_copy(model: torch.nn.Module) -> torch.nn.Module:
+    import copy
+
+    reference = copy.deepcopy(model).eval()
+    for parameter in reference.parameters():
+        parameter.requires_grad_(False)
+    return reference
+
+
+@dataclass
+class _MicroBatch:
+    input_ids: torch.Tensor  # (B, L) left-padded prompt + response
+    attention_mask: torch.Tensor
+    position_ids: torch.Tensor
+    response_ids: torch.Tensor  # (B, R) right-padded response tokens
+    response_mask: torch.Tensor  # (B, R)
+    old_logprobs: torch.Tensor  # (B, R)
+    advantages: torch.Tensor  # (B,)
+    weights: torch.Tensor  # (B,)
+    indices: list[int]  # positions in the step's sample list
+
+
+class Learner:
+    """Trains the HF policies of a team (see module docstring)."""
+
+    def __init__(self, team: Team, config: LearnerConfig | None = None) -> None:
+        self.config = config or LearnerConfig()
+        self.units = _units_from_team(team, self.config)
+
+    # ------------------------------------------------------------------ batching
+    def _micro_batches(
+        self,
+        unit: TrainUnit,
+        samples: Sequence[Turn],
+        indices: list[int],
+        advantages: np.ndarray,
+        weights: np.ndarray,
+    ) -> Iterator[_MicroBatch]:
+        pad = unit.policy.tokenizer.pad_token_id
+        order = sorted(indices, key=lambda i: len(samples[i].prompt_token_ids) + len(samples[i].token_ids))
+        chunk: list[int] = []
+        for i in order + [None]:
+            if i is not None:
+                longest = max(
+                    [len(samples[j].prompt_token_ids) + len(samples[j].token_ids) for j in chunk + [i]]
+                )
+                if not chunk or longest * (len(chunk) + 1) <= self.config.micro_batch_tokens:
+                    chunk.append(i)
+                    continue
+            if chunk:
+                yield self._collate(unit.policy.device, pad, samples, chunk, advantages, weights)
+            chunk = [i] if i is not None else []
+
+    @staticmethod
+    def _collate(device, pad, samples, chunk, advantages, weights) -> _MicroBatch:
+        sequences = [list(samples[i].prompt_token_ids) + list(samples[i].token_ids) for i in chunk]
+        width = max(map(len, sequences))
+        longest_response = max(len(samples[i].token_ids) for i in chunk)
+        input_ids = torch.tensor([[pad] * (width - len(s)) + s for s in sequences], device=device)
+        attention = torch.tensor([[0] * (width - len(s)) + [1] * len(s) for s in sequences], device=device)
+        responses = [list(samples[i].token_ids) for i in chunk]
+        response_ids = torch.tensor(
+            [r + [pad] * (longest_response - len(r)) for r in responses], device=device
+        )
+        response_mask = torch.tensor(
+            [[1] * len(r) + [0] * (longest_response - len(r)) for r in responses], device=device
+        )
+        old = [
+            list(samples[i].logprobs) + [0.0] * (longest_response - len(samples[i].logprobs)) for i in chunk
+        ]
+        return _MicroBatch(
+            input_ids=input_ids,
+            attention_mask=attention,
+            position_ids=(attention.cumsum(-1) - 1).clamp(min=0),
+            response_ids=response_ids,
+            response_mask=response_mask,
+            old_logprobs=torch.tensor(old, dtype=torch.float32, device=device),
+            advantages=torch.tensor(advantages[chunk], dtype=torch.float32, device=device),
+            weights=torch.tensor(weights[chunk], dtype=torch.float32, device=device),
+            indices=list(chunk),
+        )
+
+    def _response_logits(self, model: Any, batch: _MicroBatch) -> torch.Tensor:
+        """Logits predicting each response token, (B, R, V), response-aligned.
+
+        Sequences are left-padded, so every response ends at the last column: the logits at
+        columns L-1-R_b .. L-2 predict row b's R_b response tokens."""
+        longest = batch.response_ids.shape[1]
+        logits = model(
+            input_ids=batch.input_ids,
+            attention_mask=batch.attention_mask,
+            position_ids=batch.position_ids,
+            logits_to_keep=longest + 1,
+        ).logits[:, :-1, :]  # (B, R, V): the last column predicts nothing we sampled
+        lengths = batch.response_mask.sum(-1)
+        # Shift each row so its response starts at column 0: row b's predictions occupy the
+        # last R_b of the R kept columns.
+        columns = torch.arange(longest, device=logits.device).unsqueeze(0) + (longest - lengths).unsqueeze(1)
+        columns = columns.clamp(max=longest - 1)
+        return logits.gather(1, columns.unsqueeze(-1).expand(-1, -1, logits.shape[-1]))
+
+    def _logprobs(self, model: Any, batch: _MicroBatch) -> tuple[torch.Tensor, torch.Tensor]:
+        logits = self._response_logits(model, batch)
+        logprobs = token_logprobs(logits, batch.response_ids, self.config.temperature, self.config.top_p)
+        return logprobs, token_entropy(logits, self.config.temperature)
+
+    # ------------------------------------------------------------------ update
+    def step(self, samples: Sequence[Turn], result: AdvantageResult) -> dict[str, dict[str, float]]:
+        """One update of every unit on ``samples``. Returns metrics per unit name (units with
+        no samples after dynamic sampling are skipped and reported with ``samples = 0``)."""
+        advantages = np.asarray(result.advantages, dtype=np.float64)
+        weights = np.asarray(result.weights, dtype=np.float64)
+        if len(advantages) != len(samples) or len(weights) != len(samples):
+            raise ValueError(
+                f"{len(samples)} samples but {len(advantages)} advantages / {len(weights)} weights"
+            )
+        by_unit: dict[str, list[int]] = defaultdict(list)
+        dropped: dict[str, int] = defaultdict(int)
+        for i, turn in enumerate(samples):
+            if turn.policy not in self.units:
+                continue  # produced by a scripted policy
+            if self.config.dynamic_sampling and abs(advantages[i]) < 1e-12:
+                dropped[turn.policy] += 1
+                continue
+            if not turn.token_ids:
+                continue  # nothing was sampled (empty generation): no token to train
+            by_unit[turn.policy].append(i)
+        metrics: dict[str, dict[str, float]] = {}
+        for name, unit in self.units.items():
+            indices = by_unit.get(name, [])
+            metrics[name] = {"samples": float(len(indices)), "dropped_zero_advantage": float(dropped[name])}
+            if indices:
+                metrics[name].update(self._update(unit, samples, indices, advantages, weights))
+        return metrics
+
+    def _update(self, unit, samples, indices, advantages, weights) -> dict[str, float]:
+        config, loss_kwargs = self.config, self.config.loss_kwargs()
+        model = unit.policy.model
+        batches = list(self._micro_batches(unit, samples, indices, advantages, weights))
+        if config.recompute_old_logprobs:
+            with torch.no_grad(), unit.policy.using_adapter(unit.adapter):
+                for batch in batches:
+                    batch.old_logprobs = self._logprobs(model, batch)[0].detach()
+        total = sum(_denominator(b, loss_kwargs["aggregation"]) for b in batches)
+        if total <= 0:
+            return {"skipped_zero_weight": 1.0}  # every sample has loss weight 0: nothing to learn
+        model.train()
+        unit.optimizer.zero_grad(set_to_none=True)
+        sums: dict[str, float] = defaultdict(float)
+        with unit.policy.using_adapter(unit.adapter):
+            for batch in batches:
+                share = _denominator(batch, loss_kwargs["aggregation"]) / total
+                reference = self._reference_logprobs(unit, batch) if config.kl_coef > 0 else None
+                logprobs, entropy = self._logprobs(model, batch)
+                output = policy_loss(
+                    logprobs,
+                    batch.old_logprobs,
+                    batch.advantages,
+                    batch.response_mask,
+                    weights=batch.weights,
+                    ref_logprobs=reference,
+                    entropy=entropy,
+                    **loss_kwargs,
+                )
+                (output.loss * share).backward()
+                sums["loss"] += output.loss.item() * share
+                for key, value in output.metrics.items():
+                    sums[key] += value * share
+        grad_norm = _grad_norm(unit.parameters)
+        if config.max_grad_norm is not None:
+            torch.nn.utils.clip_grad_norm_(unit.parameters, config.max_grad_norm)
+        unit.optimizer.step()
+        unit.optimizer.zero_grad(set_to_none=True)
+        model.eval()
+        return {**sums, "grad_norm": grad_norm, "micro_batches": float(len(batches))}
+
+    def _reference_logprobs(self, unit: TrainUnit, batch: _MicroBatch) -> torch.Tensor:
+        with torch.no_grad():
+            if unit.reference is not None:
+                return self._logprobs(unit.reference, batch)[0]
+            with unit.policy.model.disable_adapter():
+                return self._logprobs(unit.policy.model, batch)[0]
+
+
+def _denominator(batch: _MicroBatch, aggregation: str) -> float:
+    """The micro-batch's part of ``trainers.losses`` aggregation denominator."""
+    lengths = batch.response_mask.sum(-1).float()
+    if aggregation == "token-mean":
+        return float((batch.weights * lengths).sum())
+    return float((batch.weights * (lengths > 0).float()).sum())
+
+
+def _grad_norm(parameters: Sequence[torch.nn.Parameter]) -> float:
+    grads = [p.grad.detach().float().norm() for p in parameters if p.grad is not None]
+    return float(torch.stack(grads).norm()) if grads else 0.0
