@@ -128,6 +128,11 @@ def _units_from_team(team: Team, config: LearnerConfig) -> dict[str, TrainUnit]:
             continue  # scripted policies have nothing to train
         name = policy.name + (f":{adapter}" if adapter else "")
         if name in units:
+            if units[name].policy is not policy:  # samples are routed to units by this name
+                raise ValueError(
+                    f"two different policies are both named {policy.name!r}; samples could not tell them "
+                    "apart. Name each per-role model: HFPolicy(..., name='planner-model')"
+                )
             continue
         if adapter is None and policy.adapter_names:
             raise ValueError(

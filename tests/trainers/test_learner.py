@@ -179,3 +179,25 @@ def test_mismatched_advantages_are_refused():
     batch = rollout(team)
     with pytest.raises(ValueError, match="advantages"):
         Learner(team).step(batch.samples, AdvantageResult(np.zeros(1), np.ones(1), {}))
+
+
+def test_per_role_full_models_train_separately_and_need_distinct_names():
+    env = envs.make("plan_path")
+    with pytest.raises(ValueError, match="both named 'tiny-test'"):
+        Learner(
+            Team.per_role_models(env, {"planner": HFPolicy("tiny-test"), "executor": HFPolicy("tiny-test")})
+        )
+    planner, executor = (
+        HFPolicy("tiny-test", name="planner-model"),
+        HFPolicy("tiny-test", name="executor-model"),
+    )
+    team = Team.per_role_models(env, {"planner": planner, "executor": executor})
+    learner = Learner(team, LearnerConfig(lr=1e-2))
+    batch = rollout(team)
+    assert {t.policy for t in batch.samples} == {"planner-model", "executor-model"}
+    before = [p.detach().clone() for p in executor.model.parameters()]
+    metrics = learner.step(batch.samples, random_advantages(batch))
+    assert set(metrics) == {"planner-model", "executor-model"} and all(
+        m["samples"] > 0 for m in metrics.values()
+    )
+    assert not all(torch.equal(a, b) for a, b in zip(before, executor.model.parameters(), strict=True))
