@@ -39,6 +39,7 @@ from agents.hf import HFPolicy
 from agents.team import Team
 from trainers.advantages import AdvantageResult
 from trainers.losses import DEFAULT_LOSS_PRESETS, policy_loss, token_entropy, token_logprobs
+from trainers.prefix import prefix_cost, shared_prefix_logits
 from trainers.records import Turn
 
 __all__ = ["LearnerConfig", "Learner", "TrainUnit"]
@@ -60,7 +61,10 @@ class LearnerConfig:
         kl_coef: Weight of the k3 KL to the frozen reference (the base model with adapters
             off for LoRA units, a frozen copy of the initial weights otherwise); 0 disables.
         entropy_coef: Weight of the entropy bonus.
-        micro_batch_tokens: Padded tokens (rows x longest sequence) per forward/backward.
+        micro_batch_tokens: Token budget per forward/backward: rows x longest sequence for a
+            padded micro-batch, P + K x longest response for a shared-prefix group.
+        shared_prefix: Encode each group's shared prompt once (``trainers.prefix``): same
+            logprobs and gradients, far fewer token-forwards. Off: plain padded forwards.
         dynamic_sampling: Drop zero-advantage samples before the update.
         recompute_old_logprobs: Recompute pi_old with the learner instead of trusting the
             sampler's logprobs.
@@ -79,6 +83,7 @@ class LearnerConfig:
     kl_coef: float = 0.0
     entropy_coef: float = 0.0
     micro_batch_tokens: int = 8192
+    shared_prefix: bool = True
     dynamic_sampling: bool = True
     recompute_old_logprobs: bool = False
     temperature: float = 1.0
@@ -176,6 +181,14 @@ class _MicroBatch:
     advantages: torch.Tensor  # (B,)
     weights: torch.Tensor  # (B,)
     indices: list[int]  # positions in the step's sample list
+    shared_prompt: torch.Tensor | None = None  # (P,) when every row shares this prompt
+
+    @property
+    def token_forwards(self) -> int:
+        """Token positions the forward computes (what the shared prefix saves)."""
+        if self.shared_prompt is not None:
+            return prefix_cost(len(self.shared_prompt), self.response_mask.sum(-1).tolist())
+        return int(self.input_ids.numel())
 
 
 class Learner:
@@ -194,23 +207,49 @@ class Learner:
         advantages: np.ndarray,
         weights: np.ndarray,
     ) -> Iterator[_MicroBatch]:
-        pad = unit.policy.tokenizer.pad_token_id
-        order = sorted(indices, key=lambda i: len(samples[i].prompt_token_ids) + len(samples[i].token_ids))
-        chunk: list[int] = []
+        """Micro-batches under the token budget. With ``shared_prefix``, samples with identical
+        prompt ids form groups; each group of size > 1 is a shared-prefix micro-batch (split
+        into sub-groups when P + K * R_max exceeds the budget, the prompt counted once per
+        sub-group); singletons (or everything, with the switch off) are packed into padded
+        micro-batches costing rows x longest sequence."""
+        pad, device = unit.policy.tokenizer.pad_token_id, unit.policy.device
+        singles = list(indices)
+        if self.config.shared_prefix:
+            groups: dict[tuple[int, ...], list[int]] = defaultdict(list)
+            for i in indices:
+                groups[samples[i].prompt_token_ids].append(i)
+            singles = [members[0] for members in groups.values() if len(members) == 1]
+            for prompt, members in groups.items():
+                if len(members) == 1:
+                    continue
+                chunk: list[int] = []
+                for i in members:
+                    lengths = [len(samples[j].token_ids) for j in chunk + [i]]
+                    if len(chunk) < 2 or prefix_cost(len(prompt), lengths) <= self.config.micro_batch_tokens:
+                        chunk.append(i)
+                        continue
+                    yield self._collate(device, pad, samples, chunk, advantages, weights, shared=True)
+                    chunk = [i]
+                if len(chunk) > 1:
+                    yield self._collate(device, pad, samples, chunk, advantages, weights, shared=True)
+                else:
+                    singles.extend(chunk)
+        order = sorted(singles, key=lambda i: len(samples[i].prompt_token_ids) + len(samples[i].token_ids))
+        chunk = []
         for i in order + [None]:
             if i is not None:
                 longest = max(
-                    [len(samples[j].prompt_token_ids) + len(samples[j].token_ids) for j in chunk + [i]]
+                    len(samples[j].prompt_token_ids) + len(samples[j].token_ids) for j in chunk + [i]
                 )
                 if not chunk or longest * (len(chunk) + 1) <= self.config.micro_batch_tokens:
                     chunk.append(i)
                     continue
             if chunk:
-                yield self._collate(unit.policy.device, pad, samples, chunk, advantages, weights)
+                yield self._collate(device, pad, samples, chunk, advantages, weights)
             chunk = [i] if i is not None else []
 
     @staticmethod
-    def _collate(device, pad, samples, chunk, advantages, weights) -> _MicroBatch:
+    def _collate(device, pad, samples, chunk, advantages, weights, shared: bool = False) -> _MicroBatch:
         sequences = [list(samples[i].prompt_token_ids) + list(samples[i].token_ids) for i in chunk]
         width = max(map(len, sequences))
         longest_response = max(len(samples[i].token_ids) for i in chunk)
@@ -236,13 +275,17 @@ class Learner:
             advantages=torch.tensor(advantages[chunk], dtype=torch.float32, device=device),
             weights=torch.tensor(weights[chunk], dtype=torch.float32, device=device),
             indices=list(chunk),
+            shared_prompt=torch.tensor(samples[chunk[0]].prompt_token_ids, device=device) if shared else None,
         )
 
     def _response_logits(self, model: Any, batch: _MicroBatch) -> torch.Tensor:
         """Logits predicting each response token, (B, R, V), response-aligned.
 
-        Sequences are left-padded, so every response ends at the last column: the logits at
-        columns L-1-R_b .. L-2 predict row b's R_b response tokens."""
+        Shared-prefix micro-batches use ``trainers.prefix``. Otherwise sequences are
+        left-padded, so every response ends at the last column: the logits at columns
+        L-1-R_b .. L-2 predict row b's R_b response tokens."""
+        if batch.shared_prompt is not None:
+            return shared_prefix_logits(model, batch.shared_prompt, batch.response_ids)
         longest = batch.response_ids.shape[1]
         logits = model(
             input_ids=batch.input_ids,
@@ -330,7 +373,13 @@ class Learner:
         unit.optimizer.step()
         unit.optimizer.zero_grad(set_to_none=True)
         model.eval()
-        return {**sums, "grad_norm": grad_norm, "micro_batches": float(len(batches))}
+        return {
+            **sums,
+            "grad_norm": grad_norm,
+            "micro_batches": float(len(batches)),
+            "prefix_groups": float(sum(b.shared_prompt is not None for b in batches)),
+            "token_forwards": float(sum(b.token_forwards for b in batches)),
+        }
 
     def _reference_logprobs(self, unit: TrainUnit, batch: _MicroBatch) -> torch.Tensor:
         with torch.no_grad():

@@ -74,6 +74,7 @@ def test_micro_batches_give_the_same_update_as_one_batch(aggregation):
             max_response_length=16,
             micro_batch_tokens=budget,
             max_grad_norm=None,
+            shared_prefix=False,  # padded micro-batches only; the shared prefix has its own test
         )
         learner = Learner(Team.shared(env, policy), config)
         grads = []
@@ -201,3 +202,32 @@ def test_per_role_full_models_train_separately_and_need_distinct_names():
         m["samples"] > 0 for m in metrics.values()
     )
     assert not all(torch.equal(a, b) for a, b in zip(before, executor.model.parameters(), strict=True))
+
+
+def captured_gradients(team_policy, env, batch, result, **config):
+    """Gradients of one learner step (captured at the optimiser step) and its metrics."""
+    learner = Learner(Team.shared(env, team_policy), LearnerConfig(max_grad_norm=None, **config))
+    grads = []
+    learner.units[team_policy.name].optimizer.step = lambda model=team_policy.model: grads.append(
+        [p.grad.detach().clone() for p in model.parameters()]
+    )
+    metrics = learner.step(batch.samples, result)[team_policy.name]
+    return grads[0], metrics
+
+
+@pytest.mark.parametrize("aggregation", ["token-mean", "seq-mean-token-mean"])
+def test_shared_prefix_step_equals_the_plain_step(aggregation):
+    env = envs.make("plan_path")
+    batch = rollout(Team.shared(env, HFPolicy("tiny-test")), max_new_tokens=7)
+    result = random_advantages(batch)
+    plain, plain_metrics = captured_gradients(
+        HFPolicy("tiny-test"), env, batch, result, aggregation=aggregation, shared_prefix=False
+    )
+    shared, shared_metrics = captured_gradients(
+        HFPolicy("tiny-test"), env, batch, result, aggregation=aggregation, micro_batch_tokens=5000
+    )
+    assert shared_metrics["prefix_groups"] > 1 and plain_metrics["prefix_groups"] == 0
+    assert shared_metrics["token_forwards"] < plain_metrics["token_forwards"] / 2
+    assert shared_metrics["loss"] == pytest.approx(plain_metrics["loss"], abs=1e-6)
+    for a, b in zip(plain, shared, strict=True):
+        assert torch.allclose(a, b, rtol=1e-3, atol=1e-7)
