@@ -82,7 +82,7 @@ class LearnerConfig:
     max_response_length: int | None = None
     kl_coef: float = 0.0
     entropy_coef: float = 0.0
-    micro_batch_tokens: int = 8192
+    micro_batch_tokens: int = 4096
     shared_prefix: bool = True
     dynamic_sampling: bool = True
     recompute_old_logprobs: bool = False

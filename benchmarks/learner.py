@@ -1,0 +1,155 @@
+"""One learner step on a recorded AT-GRPO batch, shared-prefix forward on vs off, in one run.
+
+    python -m benchmarks.learner                      # default model, ~3-5 min on 2 cores
+    python -m benchmarks.learner --model tiny-test --k 2 --max-new-tokens 4   # smoke run
+
+1. Record a batch: ``tree_rollout`` of the model on the smallest preset of each ``--envs``
+   (one cycle, so every sample of a group shares its prompt), K candidates per node.
+2. Run one ``Learner.step`` on that same batch twice, each in a fresh subprocess (so peak
+   memory is measured cleanly): ``shared_prefix=False`` (K forwards over prompt + response)
+   and ``shared_prefix=True`` (one prompt forward per group). Same weights, same batch.
+3. Print seconds, tokens/s (sum over samples of prompt + response tokens, divided by the
+   step time), the step's peak memory above the loaded model, the speed-up, and the bound
+   K(P+R)/(P+K*R) computed from the batch's actual mean lengths.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pickle
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from benchmarks.env_throughput import print_table
+
+
+def record_batch(model: str, env_ids: list[str], tasks: int, k: int, max_new_tokens: int):
+    import envs
+    from agents.base import SamplingParams
+    from agents.hf import HFPolicy
+    from agents.team import Team
+    from trainers.records import TaskKey
+    from trainers.rollout import tree_rollout
+
+    policy = HFPolicy(model)
+    samples = []
+    for env_id in env_ids:
+        env = envs.make(env_id, difficulty="easy")
+        team = Team.shared(env, policy)
+        keys = [TaskKey(env_id, "train", seed) for seed in range(tasks)]
+        sampling = SamplingParams(temperature=1.0, max_new_tokens=max_new_tokens, seed=0)
+        batch = tree_rollout(
+            keys,
+            team,
+            num_candidates=k,
+            sampling=sampling,
+            env_kwargs={"difficulty": "easy", "max_cycles": 1},
+        )
+        samples.extend(batch.samples)
+    return samples
+
+
+def child(batch_path: str, model: str, shared_prefix: bool) -> dict:
+    """One learner step (in a fresh process); prints its measurements as JSON."""
+    import torch
+
+    import envs
+    from agents.hf import HFPolicy
+    from agents.team import Team
+    from trainers.advantages import AdvantageResult
+    from trainers.learner import Learner, LearnerConfig
+
+    samples = pickle.loads(Path(batch_path).read_bytes())
+    torch.manual_seed(0)
+    policy = HFPolicy(model)
+    team = Team.shared(envs.make(samples[0].task.env_id), policy)
+    rng = np.random.default_rng(0)  # fixed non-zero advantages: every sample is trained
+    result = AdvantageResult(rng.normal(size=len(samples)) + 0.1, np.ones(len(samples)), {})
+    config = LearnerConfig(lr=1e-6, shared_prefix=shared_prefix)  # default token budget
+    learner = Learner(team, config)
+    baseline_kb = _current_rss_kb()
+    start = time.perf_counter()
+    metrics = learner.step(samples, result)[policy.name]
+    seconds = time.perf_counter() - start
+    peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return {
+        "seconds": seconds,
+        "peak_extra_mb": max(0, peak_kb - baseline_kb) / 1024,
+        "token_forwards": metrics["token_forwards"],
+        "prefix_groups": metrics["prefix_groups"],
+        "loss": metrics["loss"],
+    }
+
+
+def _current_rss_kb() -> int:
+    with open("/proc/self/statm") as statm:
+        pages = int(statm.read().split()[1])
+    return pages * os.sysconf("SC_PAGE_SIZE") // 1024
+
+
+def main(argv: list[str] | None = None) -> list[dict]:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--model", default="smollm2-135m-instruct")
+    parser.add_argument(
+        "--envs", default="sokoban-v0,plan_path-v0", help="comma-separated env ids (easy preset)"
+    )
+    parser.add_argument("--tasks", type=int, default=1, help="tasks per env")
+    parser.add_argument("--k", type=int, default=8, help="candidates per (task, turn, agent)")
+    parser.add_argument("--max-new-tokens", type=int, default=40)
+    parser.add_argument("--child", choices=["on", "off"], help=argparse.SUPPRESS)
+    parser.add_argument("--batch", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.child:
+        print(json.dumps(child(args.batch, args.model, args.child == "on")))
+        return []
+
+    samples = record_batch(args.model, args.envs.split(","), args.tasks, args.k, args.max_new_tokens)
+    with tempfile.TemporaryDirectory() as tmp:
+        batch_path = Path(tmp) / "batch.pkl"
+        batch_path.write_bytes(pickle.dumps(samples))
+        runs = {}
+        for mode in ("off", "on"):
+            cmd = [sys.executable, "-m", "benchmarks.learner", "--child", mode, "--batch", str(batch_path)]
+            out = subprocess.run(cmd + ["--model", args.model], check=True, capture_output=True, text=True)
+            runs[mode] = json.loads(out.stdout.strip().splitlines()[-1])
+
+    prompt_mean = float(np.mean([len(s.prompt_token_ids) for s in samples]))
+    response_mean = float(np.mean([len(s.token_ids) for s in samples]))
+    tokens = sum(len(s.prompt_token_ids) + len(s.token_ids) for s in samples)
+    k = args.k
+    bound = k * (prompt_mean + response_mean) / (prompt_mean + k * response_mean)
+    rows = []
+    for mode, label in (("off", "plain (K forwards)"), ("on", "shared prefix")):
+        run = runs[mode]
+        rows.append({"setting": label, **run, "tokens_per_s": tokens / run["seconds"]})
+    speedup = runs["off"]["seconds"] / runs["on"]["seconds"]
+    print(
+        f"Learner step, model={args.model}, envs={args.envs} (easy), {len(samples)} samples "
+        f"in groups of K={k}; mean prompt P={prompt_mean:.0f}, mean response R={response_mean:.1f} tokens\n"
+    )
+    print_table(
+        ["setting", "seconds", "tokens/s", "token-forwards", "peak extra MB"],
+        [
+            [r["setting"], f"{r['seconds']:.2f}", f"{r['tokens_per_s']:.0f}"]
+            + [f"{r['token_forwards']:.0f}", f"{r['peak_extra_mb']:.0f}"]
+            for r in rows
+        ],
+    )
+    print(f"\nspeed-up (plain time / shared time): {speedup:.2f}x   bound K(P+R)/(P+K*R): {bound:.2f}x")
+    print(f"losses (must agree): plain {runs['off']['loss']:.6f}, shared {runs['on']['loss']:.6f}")
+    return [
+        *rows,
+        {"speedup": speedup, "bound": bound, "prompt_mean": prompt_mean, "response_mean": response_mean},
+    ]
+
+
+if __name__ == "__main__":
+    main()
