@@ -58,6 +58,12 @@ class RoleBinding:
     adapter: str | None = None
     system_prompt: str | None = None
 
+    @property
+    def policy_id(self) -> str:
+        """``"name"`` or ``"name:adapter"``: recorded in ``Turn.policy`` by rollouts and used by
+        the learner to train every sample with the policy (and adapter) that produced it."""
+        return self.policy.name + (f":{self.adapter}" if self.adapter else "")
+
 
 def _roles_of(env_or_roles: Any) -> tuple[str, ...]:
     """An env's ``roles`` (its turn order), or a sequence of role names, validated."""

@@ -27,6 +27,7 @@ sampler used.
 
 from __future__ import annotations
 
+import copy
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -131,7 +132,7 @@ def _units_from_team(team: Team, config: LearnerConfig) -> dict[str, TrainUnit]:
         policy, adapter = binding.policy, binding.adapter
         if not isinstance(policy, HFPolicy):
             continue  # scripted policies have nothing to train
-        name = policy.name + (f":{adapter}" if adapter else "")
+        name = binding.policy_id
         if name in units:
             if units[name].policy is not policy:  # samples are routed to units by this name
                 raise ValueError(
@@ -145,7 +146,7 @@ def _units_from_team(team: Team, config: LearnerConfig) -> dict[str, TrainUnit]:
                 f"{list(policy.adapter_names)}; bind each role to its adapter (Team.per_role)"
             )
         if adapter is None:
-            parameters = [p for p in policy.model.parameters()]
+            parameters = list(policy.model.parameters())
             reference = _frozen_copy(policy.model) if config.kl_coef > 0 else None
         else:
             parameters = [
@@ -162,8 +163,6 @@ def _units_from_team(team: Team, config: LearnerConfig) -> dict[str, TrainUnit]:
 
 
 def _frozen_copy(model: torch.nn.Module) -> torch.nn.Module:
-    import copy
-
     reference = copy.deepcopy(model).eval()
     for parameter in reference.parameters():
         parameter.requires_grad_(False)

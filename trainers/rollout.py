@@ -72,10 +72,6 @@ class _Path:
         )
 
 
-def _policy_id(binding) -> str:
-    return binding.policy.name + (f":{binding.adapter}" if binding.adapter else "")
-
-
 def _generate_for(
     paths: Sequence[_Path], team: Team, num_samples: int, sampling: SamplingParams, rng: np.random.Generator
 ) -> dict[int, list[Generation]]:
@@ -110,7 +106,7 @@ def _play(path: _Path, env: Any, generation: Generation, team: Team, candidate: 
         episode=path.index,
         agent=agent,
         role=role_of(agent),
-        policy=_policy_id(team.binding(agent)),
+        policy=team.binding(agent).policy_id,
         turn=turn_index,
         step=step_index,
         prompt=prompt,
