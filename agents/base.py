@@ -84,12 +84,17 @@ class Prompt:
         env: The env, at the state ``text`` describes (scripted policies read it; model
             policies ignore it). Never mutated by a policy.
         agent: The PettingZoo agent id that acts on this prompt.
+        prefix: Start of the assistant's reply, written after the generation header so the
+            model continues it (e.g. ``"<answer>"``: small models then answer in the env's
+            grammar far more often). Its tokens belong to the prompt, not to the sampled
+            response; the full reply is ``prefix + generation.text``.
     """
 
     text: str
     system: str | None = None
     env: Any = None
     agent: str | None = None
+    prefix: str = ""
 
 
 def check_num_samples(num_samples: object) -> int:

@@ -130,13 +130,14 @@ class HFPolicy:
 
     # ------------------------------------------------------------------ prompts
     def prompt_token_ids(self, prompt: str | Prompt) -> list[int]:
-        """The prompt as the model sees it: chat template, optional system message,
-        and the assistant generation header."""
+        """The prompt as the model sees it: chat template, optional system message, the
+        assistant generation header, and the reply prefix if any."""
         prompt = as_prompt(prompt)
         messages = ([{"role": "system", "content": prompt.system}] if prompt.system else []) + [
             {"role": "user", "content": prompt.text}
         ]
         text = self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+        text += prompt.prefix
         return self.tokenizer(text, add_special_tokens=False)["input_ids"]
 
     def _end_token_ids(self) -> frozenset[int]:

@@ -61,6 +61,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--max-new-tokens", type=int, default=96, help="most tokens per model response")
     parser.add_argument("--temperature", type=float, default=0.7, help="sampling temperature (0 = greedy)")
     parser.add_argument("--max-cycles", type=int, default=None, help="turn cycles before truncation")
+    parser.add_argument(
+        "--response-prefix",
+        default="<answer>",
+        help="start of every model reply, written into the prompt for the model to continue "
+        "(small models then answer in the env's grammar far more often; '' disables it)",
+    )
     return parser
 
 
@@ -71,7 +77,7 @@ def _make_team(args: argparse.Namespace, env: Any) -> Team:
         return Team.shared(env, RandomPolicy(seed=args.seed))
     from agents.hf import HFPolicy  # torch is only needed for model play
 
-    return Team.shared(env, HFPolicy(args.model))
+    return Team.shared(env, HFPolicy(args.model), response_prefix=args.response_prefix)
 
 
 def _response_text(generation: Generation, sampling: SamplingParams) -> str:

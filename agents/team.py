@@ -28,6 +28,7 @@ prompts across envs themselves (``prompt_for`` + ``binding(agent).policy.generat
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -52,11 +53,15 @@ class RoleBinding:
         policy: The policy that generates the role's responses.
         adapter: The policy's per-role adapter to use (``None``: the base/shared policy).
         system_prompt: System prompt of the role (``None``: none).
+        response_prefix: Start of every reply of the role, written into the prompt for the
+            model to continue (``agents.base.Prompt.prefix``, e.g. ``"<answer>"``); the env
+            receives ``response_prefix + sampled text``. For model policies only.
     """
 
     policy: Policy
     adapter: str | None = None
     system_prompt: str | None = None
+    response_prefix: str = ""
 
     @property
     def policy_id(self) -> str:
@@ -221,11 +226,14 @@ class Team:
         policy: Policy,
         system_prompts: Mapping[str, str] | None = None,
         workflow: nx.DiGraph | None = None,
+        response_prefix: str = "",
     ) -> Team:
         """Every role played by ``policy`` itself (adapter ``None``); roles differ by prompt only."""
         roles = _roles_of(env_or_roles)
         prompts = cls._system_prompts(roles, system_prompts)
-        return cls(roles, {r: RoleBinding(policy, None, prompts[r]) for r in roles}, workflow)
+        return cls(
+            roles, {r: RoleBinding(policy, None, prompts[r], response_prefix) for r in roles}, workflow
+        )
 
     @classmethod
     def per_role(
@@ -234,12 +242,13 @@ class Team:
         policy: Policy,
         system_prompts: Mapping[str, str] | None = None,
         workflow: nx.DiGraph | None = None,
+        response_prefix: str = "",
     ) -> Team:
         """One LoRA adapter per role on one policy; adapter name = role name (make the policy
         with ``HFPolicy(..., adapters=env.roles)``)."""
         roles = _roles_of(env_or_roles)
         prompts = cls._system_prompts(roles, system_prompts)
-        return cls(roles, {r: RoleBinding(policy, r, prompts[r]) for r in roles}, workflow)
+        return cls(roles, {r: RoleBinding(policy, r, prompts[r], response_prefix) for r in roles}, workflow)
 
     @classmethod
     def per_role_models(
@@ -248,11 +257,12 @@ class Team:
         policies: Mapping[str, Policy],
         system_prompts: Mapping[str, str] | None = None,
         workflow: nx.DiGraph | None = None,
+        response_prefix: str = "",
     ) -> Team:
         """A separate policy (full model) per role: ``policies`` maps role -> policy."""
         roles = _roles_of(env_or_roles)
         prompts = cls._system_prompts(roles, system_prompts)
-        bindings = {r: RoleBinding(p, None, prompts.get(r)) for r, p in policies.items()}
+        bindings = {r: RoleBinding(p, None, prompts.get(r), response_prefix) for r, p in policies.items()}
         return cls(roles, bindings, workflow)
 
     @staticmethod
@@ -315,20 +325,25 @@ class Team:
     def prompt_for(self, env: Any, agent: str) -> Prompt:
         """The ``Prompt`` of ``agent`` now: its observation, its role's system prompt, and the
         env and agent attached (scripted policies read them)."""
+        binding = self.binding(agent)
         return Prompt(
             text=env.observe(agent)["prompt"],
-            system=self.binding(agent).system_prompt,
+            system=binding.system_prompt,
             env=env,
             agent=agent,
+            prefix=binding.response_prefix,
         )
 
     def act(self, env: Any, agent: str, sampling: SamplingParams | None = None) -> Generation:
-        """One generation for ``agent`` from its bound policy (with the role's adapter)."""
+        """One generation for ``agent`` from its bound policy (with the role's adapter). Its
+        ``text`` is the full reply for the env: the role's ``response_prefix`` + the sampled
+        text (``token_ids`` stay the sampled tokens only)."""
         binding = self.binding(agent)
         prompt = self.prompt_for(env, agent)
-        return binding.policy.generate([prompt], num_samples=1, sampling=sampling, adapter=binding.adapter)[
-            0
-        ][0]
+        generation = binding.policy.generate(
+            [prompt], num_samples=1, sampling=sampling, adapter=binding.adapter
+        )
+        return dataclasses.replace(generation[0][0], text=binding.response_prefix + generation[0][0].text)
 
     def __repr__(self) -> str:
         parts = ", ".join(

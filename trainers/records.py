@@ -42,7 +42,7 @@ class Turn:
         turn: Completed cycles of the turn order before this response (AT-GRPO's t).
         step: Index of this response among all agent actions of its episode path.
         prompt: Prompt text (for transcripts and debugging).
-        response: Response text.
+        response: The reply the env parsed: the role's response prefix + the sampled text.
         prompt_token_ids: The prompt as the model saw it (chat template applied).
         token_ids: Sampled response tokens.
         logprobs: Sampler log-probabilities of ``token_ids`` (pi_old when exact).

@@ -99,18 +99,20 @@ def _play(path: _Path, env: Any, generation: Generation, team: Team, candidate: 
     agent = path.env.agent_selection
     prompt = path.env.observe(agent)["prompt"]
     state_key, turn_index, step_index = path.env.state_key(), path.env.turn, path.env.num_steps
-    env.step(generation.text)
+    binding = team.binding(agent)
+    response = binding.response_prefix + generation.text  # the reply the env parses
+    env.step(response)
     info = env.infos[agent]
     return Turn(
         task=path.task,
         episode=path.index,
         agent=agent,
         role=role_of(agent),
-        policy=team.binding(agent).policy_id,
+        policy=binding.policy_id,
         turn=turn_index,
         step=step_index,
         prompt=prompt,
-        response=generation.text,
+        response=response,
         prompt_token_ids=generation.prompt_token_ids,
         token_ids=generation.token_ids,
         logprobs=generation.logprobs,

@@ -176,3 +176,14 @@ def test_cuda_logprobs_match_in_fp32_and_bf16_runs():
     bf16 = HFPolicy("tiny-test", device="cuda")  # default dtype on CUDA: bfloat16
     assert bf16.model.dtype == torch.bfloat16
     assert all(g.token_ids for group in bf16.generate(PROMPTS, sampling=sampling) for g in group)
+
+
+def test_reply_prefix_is_part_of_the_prompt_and_logprobs_still_match(tiny):
+    plain = tiny.prompt_token_ids(Prompt("Move now."))
+    prefixed = tiny.prompt_token_ids(Prompt("Move now.", prefix="<answer>"))
+    assert prefixed[: len(plain)] == plain
+    assert tiny.tokenizer.decode(prefixed[len(plain) :]) == "<answer>"
+    sampling = SamplingParams(temperature=0.7, max_new_tokens=8, seed=0)
+    groups = tiny.generate([Prompt("Move now.", prefix="<answer>")], num_samples=2, sampling=sampling)
+    assert groups[0][0].prompt_token_ids == tuple(prefixed)
+    assert max_logprob_error(tiny, groups, 0.7) <= LOGPROB_TOLERANCE

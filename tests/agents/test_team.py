@@ -221,3 +221,16 @@ def test_mixed_team_plays_a_plan_path_episode(tiny):
         env.step(generation.text)
     assert acted[:2] == ["planner_0", "executor_0"]
     assert len(acted) == env.max_cycles * 2 or env.success
+
+
+def test_response_prefix_reaches_the_prompt_and_the_reply():
+    import envs as _envs
+    from agents.base import SamplingParams as _Sampling
+    from agents.hf import HFPolicy as _HF
+
+    env = _envs.make("plan_path")
+    env.reset(seed=0)
+    team = Team.shared(env, _HF("tiny-test"), response_prefix="<answer>")
+    assert team.prompt_for(env, "planner_0").prefix == "<answer>"
+    reply = team.act(env, "planner_0", _Sampling(max_new_tokens=3, seed=0))
+    assert reply.text.startswith("<answer>") and len(reply.token_ids) <= 3

@@ -234,3 +234,21 @@ def test_argument_errors():
         tree_rollout(tasks("plan_path-v0", 1), team, num_candidates=0, sampling=SamplingParams())
     with pytest.raises(ValueError, match="episodes_per_task"):
         plain_rollout(tasks("plan_path-v0", 1), team, episodes_per_task=0, sampling=SamplingParams())
+
+
+def test_response_prefix_is_prepended_to_what_the_env_parses():
+    env = envs.make("plan_path")
+    policy = HFPolicy("tiny-test")
+    team = Team.shared(env, policy, response_prefix="<answer>")
+    batch = tree_rollout(
+        tasks("plan_path-v0", 1), team, num_candidates=2, sampling=SamplingParams(max_new_tokens=4),
+        env_kwargs={"max_cycles": 1},
+    )  # fmt: skip
+    prefix_ids = policy.tokenizer("<answer>", add_special_tokens=False)["input_ids"]
+    for turn in batch.samples:
+        assert turn.response.startswith("<answer>")
+        assert list(turn.prompt_token_ids[-len(prefix_ids) :]) == prefix_ids  # prompt side, not trained
+        assert (
+            policy.tokenizer.decode(turn.token_ids, skip_special_tokens=True)
+            == turn.response[len("<answer>") :]
+        )
