@@ -94,36 +94,51 @@ def _generate_for(
     return out
 
 
-def _play(path: _Path, env: Any, generation: Generation, team: Team, candidate: int, selected: bool) -> Turn:
-    """Step ``env`` (the clone of ``path.env`` that will act) with one response; the Turn."""
-    agent = path.env.agent_selection
-    prompt = path.env.observe(agent)["prompt"]
-    state_key, turn_index, step_index = path.env.state_key(), path.env.turn, path.env.num_steps
-    binding = team.binding(agent)
-    response = binding.response_prefix + generation.text  # the reply the env parses
+@dataclass(frozen=True)
+class _Node:
+    """What every candidate of one node shares: the acting agent and the state it observed."""
+
+    agent: str
+    prompt: str
+    state_key: Any
+    turn: int
+    step: int
+    binding: Any  # agents.team.RoleBinding
+
+
+def _node(path: _Path, team: Team) -> _Node:
+    env, agent = path.env, path.env.agent_selection
+    prompt = env.observe(agent)["prompt"]
+    return _Node(agent, prompt, env.state_key(), env.turn, env.num_steps, team.binding(agent))
+
+
+def _play(path: _Path, node: _Node, env: Any, generation: Generation, candidate: int, selected: bool) -> Turn:
+    """Step ``env`` (a clone of ``path.env``, or the env itself in plain rollouts) with one
+    response to ``node``'s prompt; the Turn it earned."""
+    response = node.binding.response_prefix + generation.text  # the reply the env parses
     env.step(response)
-    info = env.infos[agent]
+    info = env.infos[node.agent]
     return Turn(
         task=path.task,
         episode=path.index,
-        agent=agent,
-        role=role_of(agent),
-        policy=binding.policy_id,
-        turn=turn_index,
-        step=step_index,
-        prompt=prompt,
+        agent=node.agent,
+        role=role_of(node.agent),
+        policy=node.binding.policy_id,
+        turn=node.turn,
+        step=node.step,
+        prompt=node.prompt,
         response=response,
         prompt_token_ids=generation.prompt_token_ids,
         token_ids=generation.token_ids,
         logprobs=generation.logprobs,
-        reward=float(env.rewards[agent]),
+        reward=float(env.rewards[node.agent]),
         reward_terms=dict(info["reward_terms"]),
         invalid=bool(info["invalid_action"]),
-        state_key=state_key,
+        state_key=node.state_key,
         tree_node=path.node,
         candidate=candidate,
         selected=selected,
-        done=bool(env.terminations[agent] or env.truncations[agent]),
+        done=bool(env.terminations[node.agent] or env.truncations[node.agent]),
         finish_reason=generation.finish_reason,
     )
 
@@ -194,10 +209,10 @@ def tree_rollout(
     while live := [path for path in paths if not path.done]:
         generations = _generate_for(live, team, num_candidates, sampling, rng)
         for position, path in enumerate(live):
-            branches = []
+            node, branches = _node(path, team), []
             for k, generation in enumerate(generations[position]):
                 branch = path.env.clone()  # the candidate acts on a copy of the env it observed
-                branches.append((branch, _play(path, branch, generation, team, k, selected=False)))
+                branches.append((branch, _play(path, node, branch, generation, k, selected=False)))
             chosen = _select([turn.reward for _, turn in branches], selection, selection_temperature, rng)
             node_turns = [
                 dataclasses.replace(turn, selected=(k == chosen)) for k, (_, turn) in enumerate(branches)
@@ -230,7 +245,8 @@ def plain_rollout(
     while live := [path for path in paths if not path.done]:
         generations = _generate_for(live, team, 1, sampling, rng)
         for position, path in enumerate(live):
-            turn = _play(path, path.env, generations[position][0], team, candidate=0, selected=True)
+            node = _node(path, team)
+            turn = _play(path, node, path.env, generations[position][0], candidate=0, selected=True)
             _advance(path, path.env, turn)
     samples = tuple(turn for path in paths for turn in path.turns)
     return RolloutBatch(samples=samples, episodes=tuple(path.episode() for path in paths))
