@@ -106,6 +106,21 @@ class _Node:
     binding: Any  # agents.team.RoleBinding
 
 
+def _start_paths(
+    tasks: Sequence[TaskKey],
+    per_task: int,
+    team: Team,
+    env_kwargs: Mapping[str, Any] | None,
+    make_env: Callable[[TaskKey], Any] | None,
+) -> list[_Path]:
+    """``per_task`` live paths per task, each on its own freshly reset env the team fits."""
+    build = make_env or (lambda task: make_task_env(task, env_kwargs))
+    paths = [_Path(task, index, build(task)) for task in tasks for index in range(per_task)]
+    for path in paths:
+        team.check_env(path.env)
+    return paths
+
+
 def _node(path: _Path, team: Team) -> _Node:
     env, agent = path.env, path.env.agent_selection
     prompt = env.observe(agent)["prompt"]
@@ -200,11 +215,8 @@ def tree_rollout(
         raise ValueError(f"num_candidates (K) must be an int >= 1, got {num_candidates!r}")
     if selection_temperature <= 0:
         raise ValueError(f"selection_temperature must be > 0, got {selection_temperature}")
-    build = make_env or (lambda task: make_task_env(task, env_kwargs))
+    paths = _start_paths(tasks, trees_per_task, team, env_kwargs, make_env)
     rng = np.random.default_rng(seed)
-    paths = [_Path(task, index, build(task)) for task in tasks for index in range(trees_per_task)]
-    for path in paths:
-        team.check_env(path.env)
     samples: list[Turn] = []
     while live := [path for path in paths if not path.done]:
         generations = _generate_for(live, team, num_candidates, sampling, rng)
@@ -237,11 +249,8 @@ def plain_rollout(
     evaluation with N = 1). Samples are every turn of every episode."""
     if not isinstance(episodes_per_task, int) or episodes_per_task < 1:
         raise ValueError(f"episodes_per_task must be an int >= 1, got {episodes_per_task!r}")
-    build = make_env or (lambda task: make_task_env(task, env_kwargs))
+    paths = _start_paths(tasks, episodes_per_task, team, env_kwargs, make_env)
     rng = np.random.default_rng(seed)
-    paths = [_Path(task, index, build(task)) for task in tasks for index in range(episodes_per_task)]
-    for path in paths:
-        team.check_env(path.env)
     while live := [path for path in paths if not path.done]:
         generations = _generate_for(live, team, 1, sampling, rng)
         for position, path in enumerate(live):
