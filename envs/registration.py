@@ -8,6 +8,10 @@ made, so ``import envs`` stays light (no torch, no heavy game data).
 Registering an id again with the same entry point and kwargs is a no-op (re-importing a
 user module is harmless); registering it with a *different* entry point or kwargs raises,
 so two packages can never silently shadow each other.
+
+Like Gymnasium, ``"some.module:env-id"`` first imports ``some.module`` (which registers its
+envs) and then looks up ``env-id``; command lines use it for third-party envs, e.g.
+``--env mylab.envs:mylab/guess``.
 """
 
 from __future__ import annotations
@@ -150,7 +154,11 @@ def spec(id: str) -> EnvSpec:  # noqa: A002
 
     Raises:
         KeyError: With the close matches and the list of registered ids.
+        ModuleNotFoundError: ``"module:id"`` names a module that does not exist.
     """
+    if ":" in id:  # "module:env-id": the module registers the env when imported
+        module_name, _, id = id.partition(":")
+        importlib.import_module(module_name)
     namespace, name, version = parse_env_id(id)
     if version is not None:
         if id in _REGISTRY:
@@ -173,7 +181,8 @@ def make(id: str, **kwargs: Any):  # noqa: A002
     """Build a registered environment.
 
     Args:
-        id: ``"sokoban"`` (latest version) or ``"sokoban-v0"``.
+        id: ``"sokoban"`` (latest version), ``"sokoban-v0"``, or ``"module:id"`` to import
+            the module that registers the env first.
         **kwargs: Override the spec's constructor kwargs (``team``, ``render_mode``,
             ``max_cycles``, sizes, ...).
     """

@@ -116,6 +116,9 @@ class RolloutBatch:
         samples: Every turn to train on: in tree rollouts all K candidates of every node,
             in plain rollouts every turn of every episode.
         episodes: The played paths (metrics, transcripts, GiGPO/MATPO episode returns).
+        stats: Where the rollout's time went: ``time/generate`` (inside ``generate`` calls),
+            ``time/env`` (the rest: env steps, clones, prompts), ``time/rollout`` (total),
+            plus ``generated_tokens`` and ``generate_calls``.
     """
 
     samples: tuple[Turn, ...]

@@ -24,6 +24,7 @@ exception.
 from __future__ import annotations
 
 import dataclasses
+import time
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -72,8 +73,34 @@ class _Path:
         )
 
 
+class _Clock:
+    """Where a rollout's time goes: ``generate`` calls vs everything else (env steps,
+    clones, prompts), and how many tokens were generated."""
+
+    def __init__(self) -> None:
+        self.start = time.perf_counter()
+        self.generate_seconds = 0.0
+        self.generated_tokens = 0
+        self.generate_calls = 0
+
+    def stats(self) -> dict[str, float]:
+        total = time.perf_counter() - self.start
+        return {
+            "time/generate": self.generate_seconds,
+            "time/env": max(0.0, total - self.generate_seconds),
+            "time/rollout": total,
+            "generated_tokens": float(self.generated_tokens),
+            "generate_calls": float(self.generate_calls),
+        }
+
+
 def _generate_for(
-    paths: Sequence[_Path], team: Team, num_samples: int, sampling: SamplingParams, rng: np.random.Generator
+    paths: Sequence[_Path],
+    team: Team,
+    num_samples: int,
+    sampling: SamplingParams,
+    rng: np.random.Generator,
+    clock: _Clock,
 ) -> dict[int, list[Generation]]:
     """Sample ``num_samples`` responses for the acting agent of every path, one
     ``generate`` call per (policy, adapter) pair. Returns path position -> generations."""
@@ -86,9 +113,13 @@ def _generate_for(
         binding = team.binding(paths[positions[0]].env.agent_selection)
         prompts = [team.prompt_for(paths[p].env, paths[p].env.agent_selection) for p in positions]
         call_sampling = dataclasses.replace(sampling, seed=int(rng.integers(2**31)))
+        started = time.perf_counter()
         groups = binding.policy.generate(
             prompts, num_samples=num_samples, sampling=call_sampling, adapter=binding.adapter
         )
+        clock.generate_seconds += time.perf_counter() - started
+        clock.generate_calls += 1
+        clock.generated_tokens += sum(len(g.token_ids) for group in groups for g in group)
         for position, group in zip(positions, groups, strict=True):
             out[position] = group
     return out
@@ -215,11 +246,12 @@ def tree_rollout(
         raise ValueError(f"num_candidates (K) must be an int >= 1, got {num_candidates!r}")
     if selection_temperature <= 0:
         raise ValueError(f"selection_temperature must be > 0, got {selection_temperature}")
+    clock = _Clock()
     paths = _start_paths(tasks, trees_per_task, team, env_kwargs, make_env)
     rng = np.random.default_rng(seed)
     samples: list[Turn] = []
     while live := [path for path in paths if not path.done]:
-        generations = _generate_for(live, team, num_candidates, sampling, rng)
+        generations = _generate_for(live, team, num_candidates, sampling, rng, clock)
         for position, path in enumerate(live):
             node, branches = _node(path, team), []
             for k, generation in enumerate(generations[position]):
@@ -232,7 +264,8 @@ def tree_rollout(
             samples.extend(node_turns)
             _advance(path, branches[chosen][0], node_turns[chosen])
             path.node = path.node + (chosen,)
-    return RolloutBatch(samples=tuple(samples), episodes=tuple(path.episode() for path in paths))
+    episodes = tuple(path.episode() for path in paths)
+    return RolloutBatch(samples=tuple(samples), episodes=episodes, stats=clock.stats())
 
 
 def plain_rollout(
@@ -249,13 +282,15 @@ def plain_rollout(
     evaluation with N = 1). Samples are every turn of every episode."""
     if not isinstance(episodes_per_task, int) or episodes_per_task < 1:
         raise ValueError(f"episodes_per_task must be an int >= 1, got {episodes_per_task!r}")
+    clock = _Clock()
     paths = _start_paths(tasks, episodes_per_task, team, env_kwargs, make_env)
     rng = np.random.default_rng(seed)
     while live := [path for path in paths if not path.done]:
-        generations = _generate_for(live, team, 1, sampling, rng)
+        generations = _generate_for(live, team, 1, sampling, rng, clock)
         for position, path in enumerate(live):
             node = _node(path, team)
             turn = _play(path, node, path.env, generations[position][0], candidate=0, selected=True)
             _advance(path, path.env, turn)
     samples = tuple(turn for path in paths for turn in path.turns)
-    return RolloutBatch(samples=samples, episodes=tuple(path.episode() for path in paths))
+    episodes = tuple(path.episode() for path in paths)
+    return RolloutBatch(samples=samples, episodes=episodes, stats=clock.stats())

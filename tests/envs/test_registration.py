@@ -97,3 +97,18 @@ def test_env_modules_load_lazily():
     # String entry points: the registry holds strings, not classes.
     assert all(isinstance(s.entry_point, str) for s in registration._REGISTRY.values() if "/" not in s.id)
     assert "envs.registration" in sys.modules
+
+
+def test_module_prefix_imports_the_registering_module_first(scratch_ids, tmp_path, monkeypatch):
+    (tmp_path / "scratch_envs_mod.py").write_text(
+        "import envs\n"
+        "envs.register('scratch/imported-v0', 'envs.planning.plan_path.env:PlanPathEnv', max_cycles=4)\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert "scratch/imported-v0" not in envs.registered_ids()
+    env = envs.make("scratch_envs_mod:scratch/imported")
+    assert env.spec.id == "scratch/imported-v0" and env.max_cycles == 4
+    assert envs.spec("scratch_envs_mod:scratch/imported-v0").id == "scratch/imported-v0"
+    with pytest.raises(ModuleNotFoundError):
+        envs.make("no_such_module_xyz:scratch/imported")
+    sys.modules.pop("scratch_envs_mod", None)

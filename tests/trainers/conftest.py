@@ -25,8 +25,8 @@ class EvenTeamEnv(TextAECEnv):
     def _act(self, agent, text):
         right = bool(text) and ord(text[0]) % 2 == 0
         self.right[agent] = right
-        if agent == "follower_0":
-            both = right and self.right.get("leader_0", False)
+        if agent == self.possible_agents[-1]:  # the last role ends the episode
+            both = all(self.right.get(a, False) for a in self.possible_agents)
             return StepOutcome(
                 local={"even": float(right)}, team={"success": float(both)}, success=both, terminated=True
             )
@@ -42,5 +42,15 @@ class EvenTeamEnv(TextAECEnv):
         return str(self.right)
 
 
+class EvenPlanEnv(EvenTeamEnv):
+    """The same task with planner/executor roles (MATPO needs a planner) and a one-role
+    ``single`` team, for the training command's tests (``--env tests.trainers.conftest:test/even_plan``)."""
+
+    metadata = {**TextAECEnv.metadata, "name": "even_plan_v0"}
+    TEAMS = {"mas": ("planner", "executor"), "single": ("solver",)}
+
+
 EVEN_TEAM_ID = "test/even_team-v0"
 envs.register(EVEN_TEAM_ID, entry_point="tests.trainers.conftest:EvenTeamEnv")
+EVEN_PLAN_ID = "test/even_plan-v0"
+envs.register(EVEN_PLAN_ID, entry_point="tests.trainers.conftest:EvenPlanEnv")

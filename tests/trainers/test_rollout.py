@@ -160,6 +160,7 @@ def test_one_generate_call_per_policy_and_turn_batched_across_tasks():
     assert planner.calls[0] == (n_tasks, K) and executor.calls[0] == (n_tasks, K)
     assert all(num_samples == K for _, num_samples in planner.calls + executor.calls)
     assert sum(p for p, _ in planner.calls + executor.calls) * K == len(batch.samples)
+    assert batch.stats["generate_calls"] == len(planner.calls) + len(executor.calls)
 
 
 def test_adversarial_output_becomes_invalid_actions_not_exceptions():
@@ -222,6 +223,12 @@ def test_model_policy_records_tokens_and_logprobs():
         assert turn.policy == f"tiny-test:{turn.role}"
         system = team.bindings[turn.role].system_prompt
         assert turn.prompt_token_ids == tuple(policy.prompt_token_ids(Prompt(turn.prompt, system=system)))
+    # The time split and token count the training log reports.
+    assert batch.stats["generated_tokens"] == sum(len(t.token_ids) for t in batch.samples)
+    assert 0 < batch.stats["time/generate"] <= batch.stats["time/rollout"]
+    assert batch.stats["time/env"] == pytest.approx(
+        batch.stats["time/rollout"] - batch.stats["time/generate"]
+    )
 
 
 def test_argument_errors():

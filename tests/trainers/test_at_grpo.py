@@ -1,0 +1,248 @@
+"""The training command: --help, presets, config errors, the run directory of every algo,
+resume after a kill, and the bare command with the real default model."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from trainers.at_grpo import load_run_config, main
+from trainers.cli import config_to_dict, field_docs
+from trainers.config import ConfigError, TrainConfig, resolve_config
+from trainers.run_log import read_jsonl
+
+REPO = Path(__file__).resolve().parents[2]
+TEST_ENV = "tests.trainers.conftest:test/even_plan"  # imports the module that registers it
+# Timing fields differ between any two runs; everything else must match on resume.
+TIMING_PREFIXES = ("time/", "tokens_per_s")
+
+
+def tiny_args(out: Path, *extra: str) -> list[str]:
+    """A 2-step run on the tiny model and a one-character task where rewards vary."""
+    return [
+        "--env",
+        TEST_ENV,
+        "--model",
+        "tiny-test",
+        "--steps",
+        "2",
+        "--eval-every",
+        "1",
+        "--eval-tasks",
+        "4",
+        "--tasks-per-step",
+        "4",
+        "-K",
+        "4",
+        "--max-new-tokens",
+        "1",
+        "--response-prefix",
+        "",
+        "--lr",
+        "1e-2",
+        "--output-dir",
+        str(out),
+        "--run-name",
+        "run",
+        "--no-progress",
+        *extra,
+    ]
+
+
+def run_module(module: str, args: list[str], cwd: Path, timeout: float = 600) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    return subprocess.run(
+        [sys.executable, "-m", module, *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def without_timings(records: list[dict]) -> list[dict]:
+    return [{k: v for k, v in r.items() if not k.startswith(TIMING_PREFIXES)} for r in records]
+
+
+# ------------------------------------------------------------------------- help / config
+def test_help_lists_every_field_with_its_doc(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--help"])
+    assert exit_info.value.code == 0
+    text = " ".join(capsys.readouterr().out.split())  # argparse wraps lines
+    docs = field_docs(TrainConfig)
+    for field in dataclasses.fields(TrainConfig):
+        assert "--" + field.name.replace("_", "-") in text
+        assert " ".join(docs[field.name].doc.split()[:4]) in text
+    for group in ("env", "team", "sampling", "optimisation", "evaluation", "logging"):
+        assert f"{group}:" in text
+    assert "-K" in text
+
+
+def test_presets_fill_what_was_not_given_and_explicit_values_win():
+    config = resolve_config(TrainConfig(env="sokoban"))
+    assert (config.rollout, config.estimator) == ("tree", "at_grpo")
+    assert config.env_kwargs["difficulty"] == "easy" and config.tasks_per_step and config.max_new_tokens
+    assert config.lr == 1e-3  # LoRA default
+    config = resolve_config(
+        TrainConfig(env="sokoban-v0", algo="gigpo", env_kwargs={"difficulty": "medium"}, steps=3, lora=False)
+    )
+    assert (config.rollout, config.estimator, config.steps, config.lr) == ("plain", "gigpo", 3, 1e-5)
+    assert config.env_kwargs["difficulty"] == "medium" and "max_cycles" in config.env_kwargs
+    generic = resolve_config(TrainConfig(env=TEST_ENV))  # an env without a preset
+    assert generic.tasks_per_step and generic.max_new_tokens
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "named"),
+    [
+        ({"temperature": 0.0}, "--temperature"),
+        ({"num_generations": 0}, "--num-generations"),
+        ({"tasks_per_step": -1}, "--tasks-per-step"),
+        ({"backend": "vllm"}, "--backend hf"),
+        ({"algo": "gigpo", "rollout": "tree"}, "--rollout plain"),
+        ({"algo": "matpo", "team": "single"}, "--team mas"),
+        ({"estimator": "nope"}, "at_grpo"),
+        ({"env_kwargs": {"split": "test"}}, "split"),
+        ({"env_kwargs": {"team": "single"}}, "--team"),
+        ({"top_p": 0.0}, "--top-p"),
+        ({"lr": -1.0}, "--lr"),
+    ],
+)
+def test_config_errors_name_the_field_and_the_fix(kwargs, named):
+    with pytest.raises(ConfigError, match=named.replace("-", r"\-")):
+        TrainConfig(**kwargs)
+
+
+def test_unknown_env_and_bad_cli_values_are_clear_errors(capsys):
+    with pytest.raises(ConfigError, match="sokoban"):
+        resolve_config(TrainConfig(env="sokobann"))
+    assert main(["--env", "sokobann"]) == 2
+    assert "sokoban" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--num-generations", "many"])
+    assert exit_info.value.code == 2 and "--num-generations" in capsys.readouterr().err
+
+
+def test_resume_keeps_the_saved_config(tmp_path):
+    saved = resolve_config(TrainConfig(env="sokoban", run_name="x"))
+    (tmp_path / "config.json").write_text(json.dumps(config_to_dict(saved)))
+    resumed = load_run_config(tmp_path, {"resume": str(tmp_path), "steps": 40})
+    assert resumed.steps == 40 and resumed.resume == str(tmp_path)
+    assert dataclasses.replace(resumed, steps=saved.steps, resume=None) == saved
+    with pytest.raises(ConfigError, match="lr"):
+        load_run_config(tmp_path, {"lr": 0.5})
+    with pytest.raises(ConfigError, match="no config.json"):
+        load_run_config(tmp_path / "missing")
+
+
+# ------------------------------------------------------------------------- the run directory
+REQUIRED_STEP_KEYS = (
+    "success",
+    "invalid_rate",
+    "reward/planner",
+    "reward/executor",
+    "return/planner",
+    "loss",
+    "approx_kl_old",
+    "clip_fraction",
+    "grad_norm",
+    "tokens_per_s",
+    "time/generate",
+    "time/env",
+    "time/learner",
+    "time/step",
+)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("module", "algo_args", "algo"),
+    [
+        ("trainers.at_grpo", [], "at_grpo"),
+        ("trainers.at_grpo", ["--algo", "grpo"], "grpo"),
+        ("trainers.gigpo", [], "gigpo"),
+        ("trainers.matpo", [], "matpo"),
+    ],
+)
+def test_cli_writes_every_artefact(tmp_path, module, algo_args, algo):
+    done = run_module(module, tiny_args(tmp_path, *algo_args), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    run = tmp_path / "run"
+    config = json.loads((run / "config.json").read_text())
+    assert config["algo"] == algo and config["rollout"] == ("tree" if algo == "at_grpo" else "plain")
+    steps = read_jsonl(run / "metrics.jsonl")
+    assert [r["step"] for r in steps] == [1, 2]
+    for key in REQUIRED_STEP_KEYS:
+        assert any(key in r for r in steps), f"{key} missing from metrics.jsonl"
+    # Group diagnostics: adv/group_size_mean etc.; GiGPO has two levels (adv/episode/..., adv/anchor/...).
+    for stat in ("group_size_mean", "zero_variance_share", "singleton_share"):
+        assert any(k.startswith("adv/") and k.endswith(stat) for k in steps[0]), stat
+    evals = read_jsonl(run / "eval.jsonl")
+    assert [r["step"] for r in evals] == [0, 1, 2]
+    assert {"success", "invalid_rate", "return/planner", "return/executor"} <= set(evals[0])
+    assert list((run / "tensorboard").glob("events.out.tfevents.*"))
+    for png in ("train_reward.png", "train_success.png", "eval.png"):
+        assert (run / "plots" / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    transcript = (run / "transcripts" / "eval_step_000002.md").read_text()
+    assert "planner_0" in transcript and "executor_0" in transcript
+    checkpoint = run / "checkpoints" / "step_000002"
+    for name in ("weights.safetensors", "optimizer.pt", "rng.pt", "state.json"):
+        assert (checkpoint / name).is_file()
+    assert json.loads((checkpoint / "state.json").read_text())["step"] == 2
+    assert "held-out eval" in done.stdout and str(run) in done.stdout  # the end-of-run summary
+
+
+@pytest.mark.slow
+def test_resume_after_kill_gives_the_uninterrupted_metrics(tmp_path):
+    steps = ["--steps", "5", "--eval-every", "2", "--keep-checkpoints", "5"]
+    reference = run_module("trainers.at_grpo", tiny_args(tmp_path / "a", *steps), cwd=tmp_path)
+    assert reference.returncode == 0, reference.stderr[-3000:]
+
+    # Start the same run, kill it (SIGKILL: no clean-up) once step 2's checkpoint is complete.
+    run = tmp_path / "b" / "run"
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "trainers.at_grpo", *tiny_args(tmp_path / "b", *steps)],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 300
+    while not (run / "checkpoints" / "step_000002" / "state.json").exists():
+        assert process.poll() is None and time.monotonic() < deadline, "run ended before its 2nd checkpoint"
+        time.sleep(0.05)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    assert not (run / "checkpoints" / "step_000005").exists()  # it really was cut short
+
+    resumed = run_module("trainers.at_grpo", ["--resume", str(run), "--no-progress"], cwd=tmp_path)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert "resuming after step" in resumed.stderr
+    for name in ("metrics.jsonl", "eval.jsonl"):
+        expected = without_timings(read_jsonl(tmp_path / "a" / "run" / name))
+        assert without_timings(read_jsonl(run / name)) == expected, name
+    assert any(r.get("samples_trained", 0) > 0 for r in read_jsonl(run / "metrics.jsonl"))  # it did learn
+
+
+@pytest.mark.slow
+def test_bare_training_command_runs_with_the_default_model(tmp_path):
+    done = run_module("trainers.at_grpo", ["--env", "sokoban", "--steps", "1"], cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    (run,) = (tmp_path / "runs").iterdir()
+    config = json.loads((run / "config.json").read_text())
+    assert config["model"] == "smollm2-135m-instruct" and config["env_kwargs"]["difficulty"] == "easy"
+    (step,) = read_jsonl(run / "metrics.jsonl")
+    assert step["samples"] > 0 and step["time/generate"] > 0
+    assert [r["step"] for r in read_jsonl(run / "eval.jsonl")] == [0, 1]
+    assert (run / "checkpoints" / "step_000001" / "weights.safetensors").is_file()

@@ -1,0 +1,384 @@
+"""``python -m trainers.at_grpo --env sokoban``: train a team with AT-GRPO (or GRPO, GiGPO,
+MATPO via ``--algo``) and leave a run directory behind.
+
+One step = tree or plain rollouts on ``tasks_per_step`` fresh training tasks, advantages
+from the chosen estimator, one learner update per trained unit. Before training, every
+``eval_every`` steps and at the end, the team plays held-out test tasks (K = 1).
+
+Run directory (``<output_dir>/<run_name>``):
+
+    config.json        the resolved config (presets filled in); --resume reads it
+    metrics.jsonl      one line per step: rewards per role, success, invalid rate, group
+                       sizes, zero-variance share, loss, KL, clip fraction, grad norm,
+                       tokens/s, seconds per phase
+    eval.jsonl         one line per evaluation: success, invalid rate, return per role
+    tensorboard/       the same scalars as TensorBoard events (when tensorboard is installed)
+    plots/*.png        reward, success and eval curves (when matplotlib is installed)
+    transcripts/       a few evaluation episodes per evaluation, prompts and replies
+    checkpoints/       step_<N>/: trained weights (safetensors), optimiser, RNG, step; atomic
+
+Everything a step does is a function of (config, step, weights): task seeds and sampler
+seeds come from (seed, step), so ``--resume`` from the last checkpoint reproduces the
+metrics an uninterrupted run would have logged (on the same machine and thread count).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import random
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+import envs
+from agents.base import SamplingParams
+from agents.hf import HFPolicy, LoraSettings
+from agents.team import RoleBinding, Team
+from trainers.advantages import compute_advantages
+from trainers.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
+from trainers.cli import config_from_dict, config_to_dict, parse_overrides
+from trainers.config import RESUMABLE_OVERRIDES, ConfigError, TrainConfig, resolve_config
+from trainers.evaluation import EvalResult, episode_metrics, evaluate, sample_metrics
+from trainers.learner import Learner, LearnerConfig
+from trainers.records import TaskKey
+from trainers.rollout import plain_rollout, tree_rollout
+from trainers.run_log import RunLogger, read_jsonl
+
+__all__ = ["Summary", "build_team", "train", "main", "load_run_config"]
+
+LEARNER_KEYS = ("loss", "pg_loss", "kl", "entropy", "clip_fraction", "approx_kl_old", "grad_norm")
+
+
+@dataclass(frozen=True)
+class Summary:
+    """What a run did: where it lives, evaluations before and after, mean seconds per phase."""
+
+    run_dir: Path
+    steps: int
+    before: dict[str, float]
+    after: dict[str, float]
+    phase_seconds: dict[str, float]
+    wall_seconds: float
+
+
+# ---------------------------------------------------------------------------- set-up
+def build_team(config: TrainConfig, env: Any) -> Team:
+    """The trainable team ``config.policy`` / ``config.lora`` describe, on ``config.model``."""
+    lora = LoraSettings(r=config.lora_rank, alpha=config.lora_alpha)
+    prefix, roles = config.response_prefix, env.roles
+    if config.policy == "shared" and config.lora:  # one adapter every role trains
+        policy = HFPolicy(config.model, adapters=("shared",), lora=lora, device=config.device)
+        return Team(env, {role: RoleBinding(policy, "shared", None, prefix) for role in roles})
+    if config.policy == "shared":
+        return Team.shared(env, HFPolicy(config.model, device=config.device), response_prefix=prefix)
+    if config.lora:  # one adapter per role on one base model
+        policy = HFPolicy(config.model, adapters=roles, lora=lora, device=config.device)
+        return Team.per_role(env, policy, response_prefix=prefix)
+    models = {role: HFPolicy(config.model, device=config.device, name=f"{role}-model") for role in roles}
+    return Team.per_role_models(env, models, response_prefix=prefix)
+
+
+def load_run_config(run_dir: str | Path, overrides: Mapping[str, Any] | None = None) -> TrainConfig:
+    """The saved config of ``run_dir`` with the overrides a resumed run may change.
+
+    Raises:
+        ConfigError: No config.json there, or an override of a field a resume cannot change.
+    """
+    path = Path(run_dir) / "config.json"
+    if not path.is_file():
+        raise ConfigError(f"resume={str(run_dir)!r}: no config.json there; pass the run directory of a run")
+    saved = config_from_dict(TrainConfig, json.loads(path.read_text()))
+    overrides = dict(overrides or {})
+    changed = sorted(
+        name
+        for name, value in overrides.items()
+        if name not in RESUMABLE_OVERRIDES and value != getattr(saved, name)
+    )
+    if changed:
+        raise ConfigError(
+            f"a resumed run keeps its config; cannot change {changed} (only {sorted(RESUMABLE_OVERRIDES)}). "
+            "Start a new run instead (drop --resume)."
+        )
+    allowed = {k: v for k, v in overrides.items() if k in RESUMABLE_OVERRIDES}
+    return dataclasses.replace(saved, **{**allowed, "resume": str(run_dir)})
+
+
+def _new_run_dir(config: TrainConfig) -> Path:
+    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+    name = (
+        config.run_name
+        or f"{envs.spec(config.env).name.replace('/', '_')}-{config.algo}-{config.team}-{stamp}"
+    )
+    run_dir = Path(config.output_dir) / name
+    if run_dir.exists() and any(run_dir.iterdir()):
+        raise ConfigError(
+            f"run directory {run_dir} exists and is not empty; pass --run-name or --resume {run_dir}"
+        )
+    run_dir.mkdir(parents=True, exist_ok=True)
+    return run_dir
+
+
+def _seed_everything(seed: int) -> None:
+    import torch
+
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+
+
+def _write_json_atomic(path: Path, data: Any) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(data, indent=2))
+    os.replace(tmp, path)
+
+
+# ---------------------------------------------------------------------------- one step
+def _step_tasks(config: TrainConfig, step: int) -> list[TaskKey]:
+    """Fresh training tasks for ``step``: a pure function of (seed, step), distinct in a step."""
+    seeds = random.Random(f"{config.seed}-{step}").sample(range(envs.TEST_SEED_START), config.tasks_per_step)
+    return [TaskKey(envs.spec(config.env).id, "train", seed) for seed in seeds]
+
+
+def _rollout(config: TrainConfig, team: Team, step: int, sampling: SamplingParams):
+    tasks, seed = _step_tasks(config, step), config.seed * 1_000_003 + step
+    env_kwargs = {"team": config.team, **config.env_kwargs}
+    if config.rollout == "tree":
+        return tree_rollout(
+            tasks,
+            team,
+            num_candidates=config.num_generations,
+            sampling=sampling,
+            selection=config.selection,
+            env_kwargs=env_kwargs,
+            seed=seed,
+        )
+    return plain_rollout(
+        tasks,
+        team,
+        episodes_per_task=config.num_generations,
+        sampling=sampling,
+        env_kwargs=env_kwargs,
+        seed=seed,
+    )
+
+
+def _learner_metrics(per_unit: Mapping[str, Mapping[str, float]]) -> dict[str, float]:
+    """Per-unit learner metrics under ``learner/<unit>/``, plus their mean over the units
+    that trained (``loss``, ``kl``, ``clip_fraction``, ``grad_norm``, ...)."""
+    out: dict[str, float] = {}
+    trained = [m for m in per_unit.values() if m.get("samples", 0) > 0 and "loss" in m]
+    for key in LEARNER_KEYS:
+        values = [m[key] for m in trained if key in m]
+        if values:
+            out[key] = float(np.mean(values))
+    out["samples_trained"] = float(sum(m.get("samples", 0) for m in per_unit.values()))
+    out["dropped_zero_advantage"] = float(sum(m.get("dropped_zero_advantage", 0) for m in per_unit.values()))
+    for unit, metrics in per_unit.items():
+        out.update({f"learner/{unit}/{k}": float(v) for k, v in metrics.items()})
+    return out
+
+
+def train_step(config: TrainConfig, team: Team, learner: Learner, step: int) -> dict[str, float]:
+    """Rollout, advantages, update; the step's metrics."""
+    started = time.perf_counter()
+    sampling = SamplingParams(
+        temperature=config.temperature,
+        top_p=config.top_p,
+        max_new_tokens=config.max_new_tokens,
+        stop=config.stop,
+    )
+    batch = _rollout(config, team, step, sampling)
+    advantage_start = time.perf_counter()
+    result = compute_advantages(batch.samples, config.estimator)
+    learner_start = time.perf_counter()
+    per_unit = learner.step(batch.samples, result)
+    done = time.perf_counter()
+    stats = batch.stats
+    diagnostics = {f"adv/{k}": float(v) for k, v in result.diagnostics.items() if isinstance(v, int | float)}
+    return {
+        **episode_metrics(batch.episodes),
+        **sample_metrics(batch.samples),
+        **diagnostics,
+        **_learner_metrics(per_unit),
+        "advantage_abs_mean": float(np.mean(np.abs(result.advantages))) if len(result.advantages) else 0.0,
+        "tokens_per_s": stats["generated_tokens"] / max(stats["time/generate"], 1e-9),
+        "time/generate": stats["time/generate"],
+        "time/env": stats["time/env"],
+        "time/advantages": learner_start - advantage_start,
+        "time/learner": done - learner_start,
+        "time/step": done - started,
+    }
+
+
+# ---------------------------------------------------------------------------- the run
+def _evaluate(config: TrainConfig, team: Team, logger: RunLogger, step: int) -> dict[str, float]:
+    sampling = SamplingParams(
+        temperature=config.eval_temperature, max_new_tokens=config.max_new_tokens, stop=config.stop
+    )
+    result: EvalResult = evaluate(
+        team,
+        config.env,
+        num_tasks=config.eval_tasks,
+        sampling=sampling,
+        env_kwargs={"team": config.team, **config.env_kwargs},
+    )
+    logger.log_eval(step, result.metrics)
+    if config.transcripts:
+        logger.write_transcripts(step, result.episodes, limit=config.transcripts)
+    return result.metrics
+
+
+def _progress_bar(config: TrainConfig, start: int):
+    from tqdm.auto import tqdm
+
+    return tqdm(
+        total=config.steps,
+        initial=start,
+        unit="step",
+        disable=not config.progress,
+        dynamic_ncols=True,
+        desc=f"{config.algo} {envs.spec(config.env).name}",
+    )
+
+
+def train(config: TrainConfig) -> Summary:
+    """Run (or, with ``config.resume``, continue) a training run; see the module docstring."""
+    started = time.perf_counter()
+    config = resolve_config(config)
+    run_dir = Path(config.resume) if config.resume else _new_run_dir(config)
+    checkpoint = latest_checkpoint(run_dir) if config.resume else None
+    env = envs.make(config.env, team=config.team, **config.env_kwargs)  # fails early on bad env_kwargs
+    if config.estimator == "matpo" and "planner" not in env.roles:
+        raise ConfigError(f"matpo needs a 'planner' role; {config.env} team {config.team!r} has {env.roles}")
+    _seed_everything(config.seed)  # LoRA initialisation draws from the global torch RNG
+    team = build_team(config, env)
+    learner = Learner(
+        team,
+        LearnerConfig(
+            lr=config.lr,
+            loss=config.loss,
+            kl_coef=config.kl_coef,
+            max_grad_norm=config.max_grad_norm,
+            micro_batch_tokens=config.micro_batch_tokens,
+            temperature=config.temperature,
+            top_p=config.top_p,
+        ),
+    )
+    start = load_checkpoint(checkpoint, learner)["step"] if checkpoint else 0
+    print(
+        f"run dir: {run_dir}" + (f" (resuming after step {start})" if config.resume else ""), file=sys.stderr
+    )
+    logger = RunLogger(
+        run_dir,
+        resume_step=start if config.resume else None,
+        tensorboard=config.tensorboard,
+        plots=config.plots,
+    )
+    _write_json_atomic(run_dir / "config.json", config_to_dict(config))
+    with logger:
+        evals = {record["step"]: record for record in read_jsonl(run_dir / "eval.jsonl")}
+        before = evals.get(0) or _evaluate(config, team, logger, 0)
+        after = before
+        bar = _progress_bar(config, start)
+        try:
+            for step in range(start + 1, config.steps + 1):
+                bar.set_postfix_str("rolling out + updating")
+                metrics = train_step(config, team, learner, step)
+                logger.log_step(step, metrics)
+                last = step == config.steps
+                if last or (config.eval_every and step % config.eval_every == 0):
+                    bar.set_postfix_str("evaluating")
+                    after = _evaluate(config, team, logger, step)  # also redraws the plots
+                if last or step % config.checkpoint_every == 0:
+                    save_checkpoint(
+                        run_dir,
+                        step,
+                        learner,
+                        {"config": config_to_dict(config)},
+                        keep=config.keep_checkpoints,
+                    )
+                bar.update(1)
+                bar.set_postfix(
+                    reward=f"{np.mean([v for k, v in metrics.items() if k.startswith('reward/')]):.3f}",
+                    success=f"{metrics['success']:.2f}",
+                    invalid=f"{metrics['invalid_rate']:.2f}",
+                    eval=f"{after['success']:.2f}",
+                )
+        except KeyboardInterrupt:
+            bar.close()
+            done = latest_checkpoint(run_dir)
+            print(
+                f"\ninterrupted; last complete checkpoint: {done or 'none'}.\n"
+                f"continue with: python -m trainers.at_grpo --resume {run_dir}",
+                file=sys.stderr,
+            )
+            raise
+        finally:
+            bar.close()
+        if start >= config.steps:  # resumed a finished run: report its last evaluation
+            after = evals.get(max(evals)) if evals else before
+    records = read_jsonl(run_dir / "metrics.jsonl")
+    phases = ("time/generate", "time/env", "time/learner", "time/step")
+    phase_seconds = {p: float(np.mean([r[p] for r in records if p in r])) for p in phases if records}
+    return Summary(run_dir, config.steps, before, after, phase_seconds, time.perf_counter() - started)
+
+
+def format_summary(summary: Summary) -> str:
+    """The one-screen report printed at the end of a run."""
+    keys = ["success", "invalid_rate"] + sorted(k for k in summary.after if k.startswith("return/"))
+    lines = [
+        "",
+        f"Run finished: {summary.steps} steps in {summary.wall_seconds / 60:.1f} min",
+        f"  run dir     {summary.run_dir}",
+        f"  {'held-out eval':<22}{'before':>10}{'after':>10}",
+    ]
+    for key in keys:
+        before, after = summary.before.get(key, float("nan")), summary.after.get(key, float("nan"))
+        lines.append(f"  {key:<22}{before:>10.3f}{after:>10.3f}")
+    if summary.phase_seconds:
+        phases = ", ".join(f"{k.split('/')[1]} {v:.1f}s" for k, v in summary.phase_seconds.items())
+        lines.append(f"  mean per step: {phases}")
+    lines += [
+        f"  metrics     {summary.run_dir / 'metrics.jsonl'} (eval: eval.jsonl)",
+        f"  plots       {summary.run_dir / 'plots'}",
+        f"  tensorboard tensorboard --logdir {summary.run_dir / 'tensorboard'}",
+        f"  resume      python -m trainers.at_grpo --resume {summary.run_dir} --steps N",
+    ]
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None, *, algo: str = "at_grpo") -> int:
+    """Command-line entry point; ``algo`` is the preset of ``--algo`` (the aliases set it)."""
+    overrides = parse_overrides(
+        TrainConfig,
+        argv,
+        prog=f"python -m trainers.{algo}",
+        aliases={"num_generations": ["-K"]},
+        description=__doc__.split("\n\n")[0] if __doc__ else None,
+        epilog="Fields left at None take the env preset's value (trainers/config.py: ENV_PRESETS).",
+    )
+    try:
+        if overrides.get("resume"):
+            config = load_run_config(overrides["resume"], overrides)
+        else:
+            config = TrainConfig(**{"algo": algo, **overrides})
+        summary = train(config)
+    except ConfigError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130  # train() printed how to resume
+    print(format_summary(summary))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

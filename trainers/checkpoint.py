@@ -1,0 +1,153 @@
+"""Atomic training checkpoints: trainable weights, optimiser states, RNG states and step.
+
+Layout of ``<run dir>/checkpoints/step_<N>/``:
+
+* ``weights.safetensors``: every learner unit's trainable parameters, keyed
+  ``"<unit name>/<parameter name>"`` (the LoRA parameters of an adapter unit, all
+  parameters of a full-model unit);
+* ``optimizer.pt``: each unit's optimiser ``state_dict``;
+* ``rng.pt``: Python, NumPy and torch global RNG states;
+* ``state.json``: the step and whatever the trainer adds (its written last, so a
+  directory with ``state.json`` is complete).
+
+A checkpoint is written into a temporary sibling directory, fsynced, then renamed into
+place, so a run killed at any moment leaves either the previous checkpoint or the new one,
+never a half-written one. ``latest_checkpoint`` ignores temporary directories.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+__all__ = ["save_checkpoint", "load_checkpoint", "latest_checkpoint", "list_checkpoints"]
+
+_PREFIX = "step_"
+_TMP = ".tmp-"
+
+
+def _checkpoint_dir(run_dir: Path, step: int) -> Path:
+    return run_dir / "checkpoints" / f"{_PREFIX}{step:06d}"
+
+
+def _unit_tensors(learner: Any) -> dict[str, torch.Tensor]:
+    """``"<unit>/<parameter name>" -> tensor`` for every trainable parameter of every unit."""
+    tensors: dict[str, torch.Tensor] = {}
+    for name, unit in learner.units.items():
+        names = {id(p): n for n, p in unit.policy.model.named_parameters()}
+        for parameter in unit.parameters:
+            tensors[f"{name}/{names[id(parameter)]}"] = parameter.detach().cpu().contiguous()
+    return tensors
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _fsync_file(path: Path) -> None:
+    with open(path, "rb") as handle:
+        os.fsync(handle.fileno())
+
+
+def save_checkpoint(
+    run_dir: str | Path, step: int, learner: Any, state: Mapping[str, Any], keep: int = 2
+) -> Path:
+    """Write ``checkpoints/step_<step>`` atomically and keep only the newest ``keep``.
+
+    Args:
+        run_dir: The run directory.
+        step: Completed training steps.
+        learner: A ``trainers.learner.Learner`` (its units' parameters and optimisers).
+        state: JSON-serialisable trainer state stored in ``state.json`` (plus ``step``).
+        keep: How many checkpoints to keep (older ones are deleted after the new one is
+            complete); at least 1.
+    """
+    from safetensors.torch import save_file
+
+    run_dir = Path(run_dir)
+    final = _checkpoint_dir(run_dir, step)
+    tmp = final.with_name(f"{_TMP}{final.name}-{os.getpid()}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    save_file(_unit_tensors(learner), str(tmp / "weights.safetensors"))
+    torch.save(
+        {name: unit.optimizer.state_dict() for name, unit in learner.units.items()}, tmp / "optimizer.pt"
+    )
+    torch.save(
+        {"python": random.getstate(), "numpy": np.random.get_state(), "torch": torch.get_rng_state()},
+        tmp / "rng.pt",
+    )
+    (tmp / "state.json").write_text(json.dumps({**state, "step": step}, indent=2))
+    for child in tmp.iterdir():
+        _fsync_file(child)
+    _fsync_dir(tmp)
+    if final.exists():  # a redone step after resume: replace the old one
+        shutil.rmtree(final)
+    os.replace(tmp, final)
+    _fsync_dir(final.parent)
+    for old in list_checkpoints(run_dir)[: -max(1, keep)]:
+        shutil.rmtree(old, ignore_errors=True)
+    return final
+
+
+def list_checkpoints(run_dir: str | Path) -> list[Path]:
+    """Complete checkpoints of a run, oldest first."""
+    root = Path(run_dir) / "checkpoints"
+    if not root.is_dir():
+        return []
+    found = [p for p in root.iterdir() if p.name.startswith(_PREFIX) and (p / "state.json").is_file()]
+    return sorted(found, key=lambda p: int(p.name[len(_PREFIX) :]))
+
+
+def latest_checkpoint(run_dir: str | Path) -> Path | None:
+    """The newest complete checkpoint, or ``None``."""
+    checkpoints = list_checkpoints(run_dir)
+    return checkpoints[-1] if checkpoints else None
+
+
+def load_checkpoint(path: str | Path, learner: Any) -> dict[str, Any]:
+    """Restore the learner's parameters and optimisers and the global RNGs from ``path``.
+
+    Returns:
+        The ``state.json`` contents (``step`` included).
+
+    Raises:
+        ValueError: The checkpoint does not match the learner (other units or parameters);
+            the message names what differs.
+    """
+    from safetensors.torch import load_file
+
+    path = Path(path)
+    saved = load_file(str(path / "weights.safetensors"))
+    current = _unit_tensors(learner)
+    if set(saved) != set(current):
+        missing, unexpected = sorted(set(current) - set(saved)), sorted(set(saved) - set(current))
+        raise ValueError(
+            f"checkpoint {path} does not match this run's model: missing {missing[:3]}, unexpected "
+            f"{unexpected[:3]}; resume with the config the run was started with (its config.json)"
+        )
+    with torch.no_grad():
+        for name, unit in learner.units.items():
+            names = {id(p): n for n, p in unit.policy.model.named_parameters()}
+            for parameter in unit.parameters:
+                parameter.copy_(saved[f"{name}/{names[id(parameter)]}"].to(parameter.device))
+    optimizers = torch.load(path / "optimizer.pt", weights_only=False)
+    for name, unit in learner.units.items():
+        unit.optimizer.load_state_dict(optimizers[name])
+    rng = torch.load(path / "rng.pt", weights_only=False)
+    random.setstate(rng["python"])
+    np.random.set_state(rng["numpy"])
+    torch.set_rng_state(rng["torch"])
+    return json.loads((path / "state.json").read_text())

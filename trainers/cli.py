@@ -1,0 +1,295 @@
+"""Command lines from frozen config dataclasses.
+
+A config class documents each field with an *attribute docstring* (the string literal right after
+the field) and groups fields with section comments (``# --- sampling ---``). :func:`build_parser`
+turns that into an :mod:`argparse` parser whose help is the docstrings, one argument group per
+section, so the config stays the single place where options are declared and explained.
+
+Every option defaults to ``argparse.SUPPRESS``: parsing returns only what the user typed, and the
+caller layers those overrides on top of the dataclass defaults (or a resumed run's config).
+:func:`config_to_dict` / :func:`config_from_dict` write and read the resolved config as JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import dataclasses
+import inspect
+import json
+import re
+import textwrap
+import types
+import typing
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from itertools import pairwise
+from typing import Any, Literal, Union
+
+__all__ = ["FieldDoc", "build_parser", "config_from_dict", "config_to_dict", "field_docs", "parse_overrides"]
+
+DEFAULT_GROUP = "options"
+_SECTION = re.compile(r"^\s*#\s*---\s*(?P<name>.+?)\s*---\s*$")
+_NO_ALIASES: Mapping[str, Sequence[str]] = types.MappingProxyType({})
+_SCALARS = (int, float, str)
+_JSON_EXAMPLE = '\'{"difficulty": "easy"}\''
+_Config = typing.TypeVar("_Config")
+
+
+@dataclass(frozen=True)
+class FieldDoc:
+    """Where a config field sits in the help: its section and its docstring."""
+
+    group: str
+    doc: str
+
+
+def _class_docs(cls: type) -> dict[str, FieldDoc]:
+    """Docs of the fields annotated in ``cls``'s own body (not its bases)."""
+    try:
+        source = textwrap.dedent(inspect.getsource(cls))
+    except (OSError, TypeError) as err:
+        raise TypeError(f"cannot read the source of {cls.__qualname__} to find its field docs") from err
+    tree = ast.parse(source)
+    node = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == cls.__name__)
+    # Group of each source line: the latest section comment at or above it (line numbers are 1-based).
+    groups, group = [DEFAULT_GROUP], DEFAULT_GROUP
+    for line in source.splitlines():
+        match = _SECTION.match(line)
+        group = match["name"] if match else group
+        groups.append(group)
+    docs = {}
+    for stmt, nxt in pairwise(node.body):
+        text = nxt.value.value if isinstance(nxt, ast.Expr) and isinstance(nxt.value, ast.Constant) else None
+        if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and isinstance(text, str):
+            doc = " ".join(inspect.cleandoc(text).split())
+            docs[stmt.target.id] = FieldDoc(group=groups[stmt.lineno - 1], doc=doc)
+    return docs
+
+
+def field_docs(cls: type) -> dict[str, FieldDoc]:
+    """Section and docstring of every field of dataclass ``cls``, in field order.
+
+    Base classes are read too (a subclass's docs win), so inherited fields keep their help.
+
+    Raises:
+        TypeError: ``cls`` is not a dataclass, or a field has no docstring.
+    """
+    if not (isinstance(cls, type) and dataclasses.is_dataclass(cls)):
+        raise TypeError(f"{cls!r} is not a dataclass type")
+    merged: dict[str, FieldDoc] = {}
+    for klass in reversed(cls.__mro__):
+        if dataclasses.is_dataclass(klass):
+            merged.update(_class_docs(klass))
+    docs = {}
+    for f in dataclasses.fields(cls):
+        if f.name not in merged:
+            raise TypeError(f"{cls.__qualname__}.{f.name} has no docstring (add a string literal after it)")
+        docs[f.name] = merged[f.name]
+    return docs
+
+
+def _unwrap_optional(tp: Any) -> tuple[Any, bool]:
+    """``(X, True)`` for ``X | None`` / ``Optional[X]``, else ``(tp, False)``."""
+    if typing.get_origin(tp) in (Union, types.UnionType):
+        args = [a for a in typing.get_args(tp) if a is not type(None)]
+        if len(args) == 1 and len(args) < len(typing.get_args(tp)):
+            return args[0], True
+    return tp, False
+
+
+def _is_none(text: str) -> bool:
+    return text.strip().lower() == "none"
+
+
+def _is_mapping(tp: Any) -> bool:
+    return tp in (dict, Mapping) or typing.get_origin(tp) in (dict, Mapping)
+
+
+def _tuple_item(tp: Any) -> type | None:
+    """``X`` for ``tuple[X, ...]`` with a scalar ``X``, else None."""
+    args = typing.get_args(tp)
+    if typing.get_origin(tp) is tuple and len(args) == 2 and args[1] is Ellipsis and args[0] in _SCALARS:
+        return args[0]
+    return None
+
+
+def _json_object(option: str) -> Callable[[str], dict]:
+    def convert(text: str) -> dict:
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError as err:
+            value, reason = None, f"not JSON: {err}"
+        else:
+            reason = f"a JSON {type(value).__name__}, not an object"
+        if not isinstance(value, dict):
+            example = f"{option} {_JSON_EXAMPLE}"
+            raise argparse.ArgumentTypeError(
+                f"expected a JSON object, e.g. {example}; got {text!r} ({reason})"
+            )
+        return value
+
+    return convert
+
+
+class _StoreTuple(argparse.Action):
+    """Stores ``nargs="*"`` values as a tuple of the item type (a lone ``none`` gives None if allowed)."""
+
+    def __init__(self, *args: Any, item: type, nullable: bool, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.item, self.nullable = item, nullable
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        if self.nullable and len(values) == 1 and _is_none(values[0]):
+            setattr(namespace, self.dest, None)
+            return
+        items = []
+        for value in values:
+            try:
+                items.append(self.item(value))
+            except ValueError as err:
+                raise argparse.ArgumentError(self, f"invalid {self.item.__name__} value: {value!r}") from err
+        setattr(namespace, self.dest, tuple(items))
+
+
+def _nullable(convert: Callable[[str], Any], label: str) -> Callable[[str], Any]:
+    """Wraps ``convert`` so that the text ``none`` (any case) gives None."""
+
+    def parse(text: str) -> Any:
+        return None if _is_none(text) else convert(text)
+
+    # argparse names the converter in its "invalid <name> value" errors.
+    parse.__name__ = label
+    return parse
+
+
+def _type_kwargs(name: str, tp: Any, option: str) -> dict[str, Any]:
+    """``add_argument`` keyword arguments that parse field ``name`` annotated ``tp``."""
+    inner, nullable = _unwrap_optional(tp)
+    metavar = name.upper()
+    if inner is bool and not nullable:
+        return {"action": argparse.BooleanOptionalAction}
+    item = _tuple_item(inner)
+    if item is not None:
+        return {"action": _StoreTuple, "nargs": "*", "item": item, "nullable": nullable, "metavar": metavar}
+    if typing.get_origin(inner) is Literal:
+        by_text = {str(v): v for v in typing.get_args(inner)}
+
+        def pick(text: str) -> Any:
+            # Unknown text passes through unchanged so that argparse's choices check reports it.
+            return by_text.get(text, text)
+
+        extra = ["none"] if nullable else []
+        return {
+            "type": _nullable(pick, "choice") if nullable else pick,
+            "choices": [*by_text.values(), *([None] if nullable else [])],
+            "metavar": "{" + ",".join([*by_text, *extra]) + "}",
+        }
+    if inner in _SCALARS:
+        return {"type": _nullable(inner, inner.__name__) if nullable else inner, "metavar": metavar}
+    if _is_mapping(inner):
+        convert = _json_object(option)
+        return {"type": _nullable(convert, "JSON") if nullable else convert, "metavar": "JSON"}
+    raise TypeError(f"field {name!r} has type {tp!r}, which build_parser cannot parse from a command line")
+
+
+def _default_text(f: dataclasses.Field) -> str:
+    default = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
+    return "no default" if default is dataclasses.MISSING else f"default: {default!r}"
+
+
+def build_parser(
+    cls: type,
+    *,
+    prog: str,
+    description: str,
+    aliases: Mapping[str, Sequence[str]] = _NO_ALIASES,
+    epilog: str | None = None,
+) -> argparse.ArgumentParser:
+    """An argument parser with one option per field of dataclass ``cls``.
+
+    Field ``num_generations`` becomes ``--num-generations`` (``--num_generations`` works too), in the
+    argument group of its section comment; its help is its docstring and its default. Every option
+    defaults to ``argparse.SUPPRESS``, so the parsed namespace holds only the options given.
+
+    Args:
+        cls: A dataclass whose fields all have attribute docstrings (see :func:`field_docs`).
+        prog: Program name shown in the usage line.
+        description: Text above the options, kept as written.
+        aliases: Extra option strings per field name, e.g. ``{"num_generations": ["-K"]}``.
+        epilog: Text below the options, kept as written.
+
+    Raises:
+        TypeError: A field has no docstring or a type the command line cannot express.
+        ValueError: ``aliases`` names a field that ``cls`` does not have.
+    """
+    docs = field_docs(cls)
+    hints = typing.get_type_hints(cls)
+    unknown = sorted(set(aliases) - set(docs))
+    if unknown:
+        raise ValueError(f"aliases name unknown fields {unknown}; fields: {sorted(docs)}")
+    parser = argparse.ArgumentParser(
+        prog=prog,
+        description=description,
+        epilog=epilog,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        # Prefixes would silently change meaning when a field is added, so only full names count.
+        allow_abbrev=False,
+    )
+    # Ungrouped fields join argparse's own "options" group rather than a second group of that title.
+    groups: dict[str, Any] = {DEFAULT_GROUP: parser}
+    for f in dataclasses.fields(cls):
+        if not f.init:
+            continue
+        info = docs[f.name]
+        if info.group not in groups:
+            groups[info.group] = parser.add_argument_group(info.group)
+        option = "--" + f.name.replace("_", "-")
+        names = list(dict.fromkeys([option, "--" + f.name, *aliases.get(f.name, ())]))
+        # argparse %-formats help strings, so a literal % in a docstring must be doubled.
+        help_text = f"{info.doc} ({_default_text(f)})".replace("%", "%%")
+        kwargs = _type_kwargs(f.name, hints[f.name], option)
+        group = groups[info.group]
+        group.add_argument(*names, dest=f.name, default=argparse.SUPPRESS, help=help_text, **kwargs)
+    return parser
+
+
+def parse_overrides(cls: type, argv: Sequence[str] | None, **build_parser_kwargs: Any) -> dict[str, Any]:
+    """The options given in ``argv`` (``sys.argv[1:]`` when None) as ``{field_name: value}``.
+
+    Values are converted to the field types; options not given are absent. Bad values exit with
+    argparse's usage error (status 2). ``build_parser_kwargs`` go to :func:`build_parser`.
+    """
+    parser = build_parser(cls, **build_parser_kwargs)
+    given = vars(parser.parse_args(argv))
+    return {f.name: given[f.name] for f in dataclasses.fields(cls) if f.name in given}
+
+
+def _to_json(value: Any) -> Any:
+    if isinstance(value, (list, tuple)):
+        return [_to_json(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _to_json(v) for k, v in value.items()}
+    return value
+
+
+def config_to_dict(config: Any) -> dict[str, Any]:
+    """``dataclasses.asdict(config)`` with tuples as lists, ready for ``json.dumps``."""
+    return _to_json(dataclasses.asdict(config))
+
+
+def config_from_dict(cls: type[_Config], data: Mapping[str, Any]) -> _Config:
+    """Rebuilds a ``cls`` from :func:`config_to_dict` output (JSON lists become tuples again).
+
+    Fields missing from ``data`` take their defaults, so configs written before a field existed load.
+
+    Raises:
+        ValueError: ``data`` has keys that are not fields of ``cls``.
+    """
+    hints = typing.get_type_hints(cls)
+    names = [f.name for f in dataclasses.fields(cls) if f.init]
+    unknown = sorted(set(data) - set(names))
+    if unknown:
+        raise ValueError(f"unknown {cls.__name__} fields {unknown}; valid fields: {names}")
+    is_tuple = {name: typing.get_origin(_unwrap_optional(hints[name])[0]) is tuple for name in names}
+    return cls(**{k: tuple(v) if is_tuple[k] and isinstance(v, list) else v for k, v in data.items()})

@@ -1,0 +1,7 @@
+"""``python -m trainers.matpo``: the training command with the ``--algo matpo`` preset
+(see ``trainers.at_grpo``; every other flag is the same)."""
+
+from trainers.at_grpo import main
+
+if __name__ == "__main__":
+    raise SystemExit(main(algo="matpo"))
