@@ -72,6 +72,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
     parser.add_argument("--lr", type=float, default=1e-3)
     parser.add_argument("--max-new-tokens", type=int, default=None, help="default: the env preset's")
     parser.add_argument("--eval-tasks", type=int, default=16)
+    parser.add_argument("--eval-every", type=int, default=4, help="0: only before and after")
     parser.add_argument("--response-prefix", default="<answer>")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--output-dir", default="runs/learning-benchmark")
@@ -88,7 +89,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
         lr=args.lr,
         max_new_tokens=args.max_new_tokens,
         eval_tasks=args.eval_tasks,
-        eval_every=0,
+        eval_every=args.eval_every,
         response_prefix=args.response_prefix,
         seed=args.seed,
         output_dir=str(Path(args.output_dir) / stamp),
@@ -118,7 +119,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
         rows.append(
             [
                 arm["arm"],
-                str(arm["samples"]),
+                str(int(arm["samples"])),
                 f"{arm['tokens']:.0f}",
                 f"{b['success']:.3f}->{a['success']:.3f}",
                 f"{b['invalid_rate']:.3f}->{a['invalid_rate']:.3f}",
