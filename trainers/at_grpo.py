@@ -362,7 +362,8 @@ def main(argv: Sequence[str] | None = None, *, algo: str = "at_grpo") -> int:
         argv,
         prog=f"python -m trainers.{algo}",
         aliases={"num_generations": ["-K"]},
-        description=__doc__.split("\n\n")[0] if __doc__ else None,
+        description=(__doc__ or "").split("\n\n")[0]
+        + ("" if algo == "at_grpo" else f"\nThis alias sets --algo {algo}."),
         epilog="Fields left at None take the env preset's value (trainers/config.py: ENV_PRESETS).",
     )
     try:

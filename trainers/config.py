@@ -81,7 +81,7 @@ class TrainConfig:
 
     # --- env ---
     env: str = "sokoban"
-    """Registered env id, e.g. sokoban, plan_path-v0, mylab/guess (see envs.registered_ids())."""
+    """Registered env id (sokoban, plan_path-v0, ...), or module:id to import your env's module first."""
     env_kwargs: dict = field(default_factory=dict)
     """Extra envs.make() arguments as JSON, merged over the env preset's, e.g. '{"difficulty": "medium"}'."""
     team: Literal["mas", "single"] = "mas"
