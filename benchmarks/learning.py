@@ -71,6 +71,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
     parser.add_argument("-K", "--num-generations", type=int, default=4)
     parser.add_argument("--lr", type=float, default=1e-3)
     parser.add_argument("--max-new-tokens", type=int, default=None, help="default: the env preset's")
+    parser.add_argument("--temperature", type=float, default=None, help="default: the env preset's")
     parser.add_argument("--eval-tasks", type=int, default=16)
     parser.add_argument("--eval-every", type=int, default=4, help="0: only before and after")
     parser.add_argument("--response-prefix", default="<answer>")
@@ -88,6 +89,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
         num_generations=args.num_generations,
         lr=args.lr,
         max_new_tokens=args.max_new_tokens,
+        temperature=args.temperature,
         eval_tasks=args.eval_tasks,
         eval_every=args.eval_every,
         response_prefix=args.response_prefix,

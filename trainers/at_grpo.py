@@ -253,11 +253,11 @@ def train(config: TrainConfig) -> Summary:
     """Run (or, with ``config.resume``, continue) a training run; see the module docstring."""
     started = time.perf_counter()
     config = resolve_config(config)
-    run_dir = Path(config.resume) if config.resume else _new_run_dir(config)
-    checkpoint = latest_checkpoint(run_dir) if config.resume else None
     env = envs.make(config.env, team=config.team, **config.env_kwargs)  # fails early on bad env_kwargs
     if config.estimator == "matpo" and "planner" not in env.roles:
         raise ConfigError(f"matpo needs a 'planner' role; {config.env} team {config.team!r} has {env.roles}")
+    run_dir = Path(config.resume) if config.resume else _new_run_dir(config)
+    checkpoint = latest_checkpoint(run_dir) if config.resume else None
     _seed_everything(config.seed)  # LoRA initialisation draws from the global torch RNG
     team = build_team(config, env)
     learner = Learner(
@@ -286,7 +286,7 @@ def train(config: TrainConfig) -> Summary:
     with logger:
         evals = {record["step"]: record for record in read_jsonl(run_dir / "eval.jsonl")}
         before = evals.get(0) or _evaluate(config, team, logger, 0)
-        after = before
+        after = evals[max(evals)] if evals else before  # a resumed run's latest evaluation
         bar = _progress_bar(config, start)
         try:
             for step in range(start + 1, config.steps + 1):
@@ -323,8 +323,6 @@ def train(config: TrainConfig) -> Summary:
             raise
         finally:
             bar.close()
-        if start >= config.steps:  # resumed a finished run: report its last evaluation
-            after = evals.get(max(evals)) if evals else before
     records = read_jsonl(run_dir / "metrics.jsonl")
     phases = ("time/generate", "time/env", "time/learner", "time/step")
     phase_seconds = {p: float(np.mean([r[p] for r in records if p in r])) for p in phases if records}
