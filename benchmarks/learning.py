@@ -69,11 +69,12 @@ def main(argv: list[str] | None = None) -> list[dict]:
         "--tasks-per-step", type=int, default=4, help="of the mas arm (the single arm: twice)"
     )
     parser.add_argument("-K", "--num-generations", type=int, default=4)
-    parser.add_argument("--lr", type=float, default=1e-3)
+    parser.add_argument("--lr", type=float, default=5e-4)
     parser.add_argument("--max-new-tokens", type=int, default=None, help="default: the env preset's")
     parser.add_argument("--temperature", type=float, default=None, help="default: the env preset's")
     parser.add_argument("--eval-tasks", type=int, default=16)
     parser.add_argument("--eval-every", type=int, default=4, help="0: only before and after")
+    parser.add_argument("--eval-temperature", type=float, default=0.0, help="0: greedy evaluation")
     parser.add_argument("--response-prefix", default="<answer>")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--output-dir", default="runs/learning-benchmark")
@@ -92,6 +93,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
         temperature=args.temperature,
         eval_tasks=args.eval_tasks,
         eval_every=args.eval_every,
+        eval_temperature=args.eval_temperature,
         response_prefix=args.response_prefix,
         seed=args.seed,
         output_dir=str(Path(args.output_dir) / stamp),
@@ -134,7 +136,8 @@ def main(argv: list[str] | None = None) -> list[dict]:
         )
     print(
         f"\nLearning benchmark: {args.env}, {args.model}, {args.steps} steps, K={args.num_generations}, "
-        f"lr={args.lr}, {args.eval_tasks} held-out test tasks (greedy), seed {args.seed}"
+        f"lr={args.lr}, {args.eval_tasks} held-out test tasks (eval temperature {args.eval_temperature}), "
+        f"seed {args.seed}"
     )
     print_table(header, rows)
     gains = [team_return(arm["after"]) - team_return(arm["before"]) for arm in arms]

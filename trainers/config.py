@@ -137,7 +137,7 @@ class TrainConfig:
     steps: int | None = None
     """Training steps (rollout + update) (None: the env preset's)."""
     lr: float | None = None
-    """AdamW learning rate (None: 1e-3 with LoRA, 1e-5 for full weights)."""
+    """AdamW learning rate (None: 5e-4 with LoRA, 1e-5 for full weights)."""
     loss: Literal["grpo", "dapo", "dr_grpo"] = "grpo"
     """Loss preset: clip range and token aggregation (trainers.losses.DEFAULT_LOSS_PRESETS)."""
     kl_coef: float = 0.0
@@ -263,5 +263,5 @@ def resolve_config(config: TrainConfig) -> TrainConfig:
     }
     updates["env_kwargs"] = {**preset["env_kwargs"], **config.env_kwargs}
     if config.lr is None:
-        updates["lr"] = 1e-3 if config.lora else 1e-5
+        updates["lr"] = 5e-4 if config.lora else 1e-5
     return dataclasses.replace(config, **updates)
