@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import random
 import sys
 import time
@@ -50,7 +49,7 @@ from trainers.evaluation import EvalResult, episode_metrics, evaluate, sample_me
 from trainers.learner import Learner, LearnerConfig
 from trainers.records import TaskKey
 from trainers.rollout import plain_rollout, tree_rollout
-from trainers.run_log import RunLogger, read_jsonl
+from trainers.run_log import RunLogger, atomic_write_text, read_jsonl
 
 __all__ = ["Summary", "build_team", "train", "main", "load_run_config"]
 
@@ -132,12 +131,6 @@ def _seed_everything(seed: int) -> None:
     random.seed(seed)
     np.random.seed(seed)
     torch.manual_seed(seed)
-
-
-def _write_json_atomic(path: Path, data: Any) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(data, indent=2))
-    os.replace(tmp, path)
 
 
 # ---------------------------------------------------------------------------- one step
@@ -282,7 +275,7 @@ def train(config: TrainConfig) -> Summary:
         tensorboard=config.tensorboard,
         plots=config.plots,
     )
-    _write_json_atomic(run_dir / "config.json", config_to_dict(config))
+    atomic_write_text(run_dir / "config.json", json.dumps(config_to_dict(config), indent=2))
     with logger:
         evals = {record["step"]: record for record in read_jsonl(run_dir / "eval.jsonl")}
         before = evals.get(0) or _evaluate(config, team, logger, 0)

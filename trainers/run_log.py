@@ -37,7 +37,7 @@ import numpy as np
 
 from trainers.records import Episode
 
-__all__ = ["RunLogger", "flatten_metrics", "read_jsonl", "render_transcripts"]
+__all__ = ["RunLogger", "atomic_write_text", "flatten_metrics", "read_jsonl", "render_transcripts"]
 
 METRICS_FILE = "metrics.jsonl"
 EVAL_FILE = "eval.jsonl"
@@ -147,7 +147,7 @@ def read_jsonl(path: str | Path) -> list[dict[str, Any]]:
     return records
 
 
-def _atomic_write_text(path: Path, text: str) -> None:
+def atomic_write_text(path: Path, text: str) -> None:
     """Writes ``text`` to a temp file in ``path``'s dir, fsyncs it and renames it over ``path``."""
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
@@ -167,7 +167,7 @@ def _truncate_jsonl(path: Path, max_step: int) -> None:
         return
     records, _ = _parse_lines(path.read_text(encoding="utf-8", errors="replace"))
     kept = [r for r in records if isinstance(r.get("step"), int) and r["step"] <= max_step]
-    _atomic_write_text(path, "".join(json.dumps(r, allow_nan=False) + "\n" for r in kept))
+    atomic_write_text(path, "".join(json.dumps(r, allow_nan=False) + "\n" for r in kept))
 
 
 def _import_summary_writer() -> Any:
@@ -398,7 +398,7 @@ class RunLogger:
         step = operator.index(step)
         self.transcripts_dir.mkdir(parents=True, exist_ok=True)
         path = self.transcripts_dir / f"eval_step_{step:06d}.md"
-        _atomic_write_text(path, render_transcripts(step, episodes, limit))
+        atomic_write_text(path, render_transcripts(step, episodes, limit))
         return path
 
     def plot(self) -> list[Path]:
