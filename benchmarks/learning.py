@@ -16,8 +16,9 @@ held-out tasks, K, learning rate and number of steps:
 
 Then prints, per arm: held-out success / invalid-reply rate / mean team return before
 and after training, the sampled responses and tokens, wall time, and the mean seconds per
-step in each phase (generation, env, learner). The ratio column compares the arms'
-improvements. Run directories (metrics, plots, transcripts) stay under ``--output-dir``.
+step in each phase (generation, env, learner); then two ratios measured in the same run: the
+arms' team-return gains and their seconds per training step. Run directories (metrics, plots,
+transcripts) stay under ``--output-dir``.
 """
 
 from __future__ import annotations
@@ -54,7 +55,8 @@ def run_arm(name: str, base, **changes) -> dict:
         "tokens": sum(r["response_tokens"] * r["samples"] for r in steps),
         "wall_s": time.perf_counter() - started,
         "phases": {
-            p: float(np.mean([r[p] for r in steps])) for p in ("time/generate", "time/env", "time/learner")
+            p: float(np.mean([r[p] for r in steps]))
+            for p in ("time/generate", "time/env", "time/learner", "time/step")
         },
         "run_dir": summary.run_dir,
     }
@@ -143,6 +145,11 @@ def main(argv: list[str] | None = None) -> list[dict]:
     gains = [team_return(arm["after"]) - team_return(arm["before"]) for arm in arms]
     ratio = gains[0] / gains[1] if abs(gains[1]) > 1e-12 else float("nan")
     print(f"team-return gain: at_grpo-mas {gains[0]:+.3f}, grpo-single {gains[1]:+.3f}, ratio {ratio:.2f}")
+    step_s = [arm["phases"]["time/step"] for arm in arms]
+    print(
+        f"seconds per training step: at_grpo-mas {step_s[0]:.1f}, grpo-single {step_s[1]:.1f}, "
+        f"grpo-single / at_grpo-mas = {step_s[1] / max(step_s[0], 1e-9):.2f}x"
+    )
     print(f"run dirs: {', '.join(str(arm['run_dir']) for arm in arms)}")
     return arms
 

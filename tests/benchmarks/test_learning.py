@@ -24,4 +24,4 @@ def test_smoke_run_prints_both_arms(tmp_path, capsys):
     assert arms[0]["samples"] == arms[1]["samples"] > 0
     for name in ("at_grpo-mas", "grpo-single"):
         assert re.search(rf"{name}\s+\d+\s+\d+\s+[\d.]+->[\d.]+", out), name
-    assert "team-return gain" in out
+    assert "team-return gain" in out and "seconds per training step" in out
