@@ -2,7 +2,9 @@
 
 A *unit* is what one optimiser trains: a whole shared model (``HFPolicy`` without
 adapters), one per-role LoRA adapter (``HFPolicy(..., adapters=roles)``, only that
-adapter's parameters), or a separate per-role model. Units are found from a ``Team`` and
+adapter's parameters), or a separate per-role model. A ``VLLMPolicy`` is trained through
+its ``trainable`` HF copy; pushing the new weights to its engine is the caller's job
+(``VLLMPolicy.sync_weights``, after every step). Units are found from a ``Team`` and
 named like ``Turn.policy`` (``"name"`` or ``"name:adapter"``), so every sample is trained
 by exactly the policy that produced it. Scripted policies are not trained.
 
@@ -129,7 +131,9 @@ class TrainUnit:
 def _units_from_team(team: Team, config: LearnerConfig) -> dict[str, TrainUnit]:
     units: dict[str, TrainUnit] = {}
     for binding in team.bindings.values():
-        policy, adapter = binding.policy, binding.adapter
+        # A served policy (agents.vllm.VLLMPolicy) samples with an engine and is trained
+        # through its HF copy, ``.trainable``; the trainer syncs the engine after each step.
+        policy, adapter = getattr(binding.policy, "trainable", binding.policy), binding.adapter
         if not isinstance(policy, HFPolicy):
             continue  # scripted policies have nothing to train
         name = binding.policy_id
