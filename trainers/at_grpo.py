@@ -29,7 +29,7 @@ import json
 import random
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -69,20 +69,47 @@ class Summary:
 
 
 # ---------------------------------------------------------------------------- set-up
+def _policy_maker(config: TrainConfig) -> Callable[..., Any]:
+    """A constructor of ``config.backend``'s policy on ``config.model`` (kwargs: adapters, lora, name)."""
+    if config.backend == "vllm":
+        from agents.vllm import VLLMPolicy, VLLMSettings
+
+        settings = VLLMSettings(
+            gpu_memory_utilization=config.vllm_memory,
+            kv_cache_gib=config.vllm_kv_cache_gib,
+            sleep=config.vllm_sleep,
+            sync=config.vllm_sync,
+            seed=config.seed,
+        )
+        return lambda **kwargs: VLLMPolicy(config.model, device=config.device, settings=settings, **kwargs)
+    return lambda **kwargs: HFPolicy(config.model, device=config.device, **kwargs)
+
+
 def build_team(config: TrainConfig, env: Any) -> Team:
     """The trainable team ``config.policy`` / ``config.lora`` describe, on ``config.model``."""
     lora = LoraSettings(r=config.lora_rank, alpha=config.lora_alpha)
     prefix, roles = config.response_prefix, env.roles
+    make_policy = _policy_maker(config)
     if config.policy == "shared" and config.lora:  # one adapter every role trains
-        policy = HFPolicy(config.model, adapters=("shared",), lora=lora, device=config.device)
+        policy = make_policy(adapters=("shared",), lora=lora)
         return Team(env, {role: RoleBinding(policy, "shared", None, prefix) for role in roles})
     if config.policy == "shared":
-        return Team.shared(env, HFPolicy(config.model, device=config.device), response_prefix=prefix)
+        return Team.shared(env, make_policy(), response_prefix=prefix)
     if config.lora:  # one adapter per role on one base model
-        policy = HFPolicy(config.model, adapters=roles, lora=lora, device=config.device)
-        return Team.per_role(env, policy, response_prefix=prefix)
-    models = {role: HFPolicy(config.model, device=config.device, name=f"{role}-model") for role in roles}
+        return Team.per_role(env, make_policy(adapters=roles, lora=lora), response_prefix=prefix)
+    models = {role: make_policy(name=f"{role}-model") for role in roles}  # vLLM: one engine each
     return Team.per_role_models(env, models, response_prefix=prefix)
+
+
+def served_policies(team: Team) -> list[Any]:
+    """The team's policies that sample from their own copy of the trained weights (vLLM
+    engines): they must be synced after every update to stay on-policy."""
+    return [policy for policy in team.policies if callable(getattr(policy, "sync_weights", None))]
+
+
+def sync_served_weights(team: Team) -> float:
+    """Push the trained weights to every engine of the team; the seconds it took."""
+    return sum(policy.sync_weights() for policy in served_policies(team))
 
 
 def load_run_config(run_dir: str | Path, overrides: Mapping[str, Any] | None = None) -> TrainConfig:
@@ -140,7 +167,18 @@ def _step_tasks(config: TrainConfig, step: int) -> list[TaskKey]:
     return [TaskKey(envs.spec(config.env).id, "train", seed) for seed in seeds]
 
 
-def _rollout(config: TrainConfig, team: Team, step: int, sampling: SamplingParams):
+def step_sampling(config: TrainConfig) -> SamplingParams:
+    """How training rollouts sample (the learner evaluates log pi under the same settings)."""
+    return SamplingParams(
+        temperature=config.temperature,
+        top_p=config.top_p,
+        max_new_tokens=config.max_new_tokens,
+        stop=config.stop,
+    )
+
+
+def rollout_for_step(config: TrainConfig, team: Team, step: int, sampling: SamplingParams):
+    """The rollouts of training step ``step`` (tree or plain, per ``config.rollout``)."""
     tasks, seed = _step_tasks(config, step), config.seed * 1_000_003 + step
     env_kwargs = {"team": config.team, **config.env_kwargs}
     if config.rollout == "tree":
@@ -182,17 +220,15 @@ def _learner_metrics(per_unit: Mapping[str, Mapping[str, float]]) -> dict[str, f
 def train_step(config: TrainConfig, team: Team, learner: Learner, step: int) -> dict[str, float]:
     """Rollout, advantages, update; the step's metrics."""
     started = time.perf_counter()
-    sampling = SamplingParams(
-        temperature=config.temperature,
-        top_p=config.top_p,
-        max_new_tokens=config.max_new_tokens,
-        stop=config.stop,
-    )
-    batch = _rollout(config, team, step, sampling)
+    batch = rollout_for_step(config, team, step, step_sampling(config))
+    for policy in served_policies(team):
+        policy.sleep()  # --vllm-sleep: give the engine's GPU memory to the learner
     advantage_start = time.perf_counter()
     result = compute_advantages(batch.samples, config.estimator)
     learner_start = time.perf_counter()
     per_unit = learner.step(batch.samples, result)
+    sync_start = time.perf_counter()
+    sync_seconds = sync_served_weights(team)  # the next rollout samples from the new weights
     done = time.perf_counter()
     stats = batch.stats
     diagnostics = {f"adv/{k}": float(v) for k, v in result.diagnostics.items() if isinstance(v, int | float)}
@@ -206,7 +242,8 @@ def train_step(config: TrainConfig, team: Team, learner: Learner, step: int) -> 
         "time/generate": stats["time/generate"],
         "time/env": stats["time/env"],
         "time/advantages": learner_start - advantage_start,
-        "time/learner": done - learner_start,
+        "time/learner": sync_start - learner_start,
+        **({"time/sync": sync_seconds} if served_policies(team) else {}),
         "time/step": done - started,
     }
 
@@ -266,6 +303,8 @@ def train(config: TrainConfig) -> Summary:
         ),
     )
     start = load_checkpoint(checkpoint, learner)["step"] if checkpoint else 0
+    if checkpoint:
+        sync_served_weights(team)  # engines still serve the initial weights
     print(
         f"run dir: {run_dir}" + (f" (resuming after step {start})" if config.resume else ""), file=sys.stderr
     )
@@ -317,8 +356,10 @@ def train(config: TrainConfig) -> Summary:
         finally:
             bar.close()
     records = read_jsonl(run_dir / "metrics.jsonl")
-    phases = ("time/generate", "time/env", "time/learner", "time/step")
-    phase_seconds = {p: float(np.mean([r[p] for r in records if p in r])) for p in phases if records}
+    phases = ("time/generate", "time/env", "time/learner", "time/sync", "time/step")
+    phase_seconds = {
+        p: float(np.mean([r[p] for r in records if p in r])) for p in phases if any(p in r for r in records)
+    }
     return Summary(run_dir, config.steps, before, after, phase_seconds, time.perf_counter() - started)
 
 

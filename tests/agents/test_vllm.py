@@ -4,12 +4,12 @@ Logprob tolerance: vLLM's CPU kernels and transformers' eager attention sum in d
 orders; on SmolLM2-135M in float32 the sampled tokens' logprobs agree to ~3e-5 (measured
 here on Sokoban prompts of ~350 tokens). The tests allow LOGPROB_TOL = 5e-4.
 
-Without vLLM installed the engine tests are skipped, unless ``TEAMGYM_REQUIRE_VLLM=1``
-(set by ``.ci/run``), where a missing vLLM fails them: CI must not pass by skipping.
+Engine tests are marked ``vllm``: skipped without vLLM, except in CI (``tests/conftest.py``).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import os
 
@@ -21,18 +21,13 @@ import envs
 from agents.base import Prompt, SamplingParams
 from agents.scripted import OraclePolicy
 from agents.team import RoleBinding, Team
-from agents.vllm import VLLM_INSTALL_HINT, VLLMSettings, import_vllm, vllm_installed
+from agents.vllm import VLLMSettings, import_vllm, vllm_installed
 from trainers.advantages import AdvantageResult
 from trainers.learner import Learner, LearnerConfig
 from trainers.records import TaskKey
 from trainers.rollout import tree_rollout
 
 LOGPROB_TOL = 5e-4
-
-needs_vllm = pytest.mark.skipif(
-    not vllm_installed() and os.environ.get("TEAMGYM_REQUIRE_VLLM") != "1",
-    reason="vLLM is not installed (" + VLLM_INSTALL_HINT + ")",
-)
 
 
 # ---------------------------------------------------------------------------- without an engine
@@ -64,6 +59,7 @@ def test_the_documented_cpu_requirements_file_exists_and_leaves_torch_alone():
         ({"kv_cache_gib": 0}, "kv_cache_gib"),
         ({"sync": "network"}, "sync"),
         ({"max_model_len": 0}, "max_model_len"),
+        ({"lora_serving": "fused"}, "lora_serving"),
     ],
 )
 def test_settings_errors_name_the_field(kwargs, match):
@@ -126,18 +122,19 @@ def shared_policy():
     policy.close()
 
 
-@pytest.fixture(scope="module")
-def adapter_policy():
+@pytest.fixture(scope="module", params=["adapters", "merged"])
+def adapter_policy(request):
+    """Per-role adapters served by one multi-LoRA engine, or merged into one engine per role."""
     from agents.vllm import VLLMPolicy
 
-    policy = VLLMPolicy(
-        "smollm2-135m-instruct", adapters=("planner", "executor"), settings=VLLMSettings(kv_cache_gib=1)
-    )
+    settings = VLLMSettings(kv_cache_gib=1, lora_serving=request.param)
+    policy = VLLMPolicy("smollm2-135m-instruct", adapters=("planner", "executor"), settings=settings)
+    assert policy.merged == (request.param == "merged") and len(policy.engines) == (2 if policy.merged else 1)
     yield policy
     policy.close()
 
 
-@needs_vllm
+@pytest.mark.vllm
 @pytest.mark.slow
 def test_generation_matches_the_hf_backends_teacher_forced_logprobs(shared_policy):
     sampling = SamplingParams(temperature=0.7, top_p=0.9, max_new_tokens=24, seed=1)
@@ -157,7 +154,7 @@ def test_generation_matches_the_hf_backends_teacher_forced_logprobs(shared_polic
     assert len({g.token_ids for g in groups[0]}) > 1
 
 
-@needs_vllm
+@pytest.mark.vllm
 @pytest.mark.slow
 def test_seeds_stop_strings_and_greedy(shared_policy):
     prompts = sokoban_prompts(shared_policy, n=2)
@@ -183,7 +180,7 @@ def test_seeds_stop_strings_and_greedy(shared_policy):
     assert shared_policy.generate([], sampling=greedy) == []
 
 
-@needs_vllm
+@pytest.mark.vllm
 @pytest.mark.slow
 def test_after_a_learner_step_the_engine_serves_the_new_weights(shared_policy):
     env = envs.make("plan_path")
@@ -209,7 +206,7 @@ def test_after_a_learner_step_the_engine_serves_the_new_weights(shared_policy):
     assert changed > 20 * LOGPROB_TOL
 
 
-@needs_vllm
+@pytest.mark.vllm
 @pytest.mark.slow
 def test_disk_sync_serves_the_same_weights_as_memory_sync(shared_policy):
     prompts = sokoban_prompts(shared_policy, n=1)
@@ -219,19 +216,20 @@ def test_disk_sync_serves_the_same_weights_as_memory_sync(shared_policy):
             parameter.mul_(1.001)
     shared_policy.sync_weights()
     memory = shared_policy.generate(prompts, num_samples=2, sampling=sampling)
-    object.__setattr__(shared_policy.settings, "sync", "disk")
+    memory_settings = shared_policy.settings
+    shared_policy.settings = dataclasses.replace(memory_settings, sync="disk")
     try:
         shared_policy.sync_weights()
         disk = shared_policy.generate(prompts, num_samples=2, sampling=sampling)
     finally:
-        object.__setattr__(shared_policy.settings, "sync", "memory")
+        shared_policy.settings = memory_settings
     assert [[g.token_ids for g in group] for group in memory] == [
         [g.token_ids for g in group] for group in disk
     ]
     assert max_logprob_error(shared_policy.trainable, disk, sampling) <= LOGPROB_TOL
 
 
-@needs_vllm
+@pytest.mark.vllm
 @pytest.mark.slow
 def test_per_role_adapters_update_only_the_trained_role(adapter_policy):
     env = envs.make("plan_path")
@@ -251,6 +249,9 @@ def test_per_role_adapters_update_only_the_trained_role(adapter_policy):
     _, metrics = one_learner_step(planner_only, lr=5e-3)
     assert set(metrics) == {f"{adapter_policy.name}:planner"}
     adapter_policy.sync_weights()
+    if adapter_policy.merged:  # no base-model engine to fall back to: a clear error
+        with pytest.raises(ValueError, match="bind every role to its adapter"):
+            adapter_policy.generate(prompts, sampling=sampling)
 
     planner_after = adapter_policy.generate(prompts, num_samples=2, sampling=sampling, adapter="planner")
     executor_after = adapter_policy.generate(prompts, num_samples=2, sampling=sampling, adapter="executor")
@@ -272,7 +273,7 @@ def test_per_role_adapters_update_only_the_trained_role(adapter_policy):
     assert changed > 20 * LOGPROB_TOL
 
 
-@needs_vllm
+@pytest.mark.vllm
 def test_tiny_test_model_is_refused_with_the_fix():
     from agents.vllm import VLLMPolicy
 
@@ -280,7 +281,7 @@ def test_tiny_test_model_is_refused_with_the_fix():
         VLLMPolicy("tiny-test")
 
 
-@needs_vllm
+@pytest.mark.vllm
 def test_sleep_mode_on_cpu_is_refused_with_the_fix():
     from vllm.platforms import current_platform
 
