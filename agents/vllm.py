@@ -17,9 +17,13 @@ How it stays on-policy. A ``VLLMPolicy`` owns two copies of the model:
     worker (``sync="memory"``, the default), or through a safetensors checkpoint written
     atomically and ``reload_weights(weights_path=...)`` (``sync="disk"``).
     ``benchmarks/rollout.py`` times both; memory was faster here (see the README).
-  - per-role adapters: each adapter is written in PEFT format to a fresh versioned
-    directory and served under a new ``LoRARequest`` id (vLLM caches adapters by id);
-    the previous version is unloaded and deleted.
+  - per-role adapters, ``lora_serving="adapters"``: one multi-LoRA engine; each adapter
+    is written in PEFT format to a fresh versioned directory and served under a new
+    ``LoRARequest`` id (vLLM caches adapters by id); the previous version is unloaded and
+    deleted.
+  - per-role adapters, ``lora_serving="merged"``: one engine per adapter serving the base
+    weights with that adapter merged in, synced in memory like full weights. The default
+    on CPU, where vLLM's LoRA path is ~3x slower than its base model.
 
   Both reset the prefix cache, whose KV blocks were computed by the old weights.
 
@@ -39,6 +43,7 @@ runs). ``import agents.vllm`` is cheap; vLLM is imported when a policy is built.
 from __future__ import annotations
 
 import importlib.util
+import logging
 import os
 import random
 import shutil
@@ -77,8 +82,15 @@ def import_vllm() -> Any:
     # In-process engine: weight sync passes tensors by reference (must be set before the
     # engine is created; vLLM reads it lazily).
     os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
+    # vLLM logs every engine step at INFO; training output keeps warnings only (override
+    # with VLLM_LOGGING_LEVEL=INFO).
+    os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")
     import vllm
 
+    # The CPU worker warns on every request that it keeps its own thread binding: noise.
+    logging.getLogger("vllm.v1.worker.cpu_worker").addFilter(
+        lambda record: "set_num_threads" not in record.getMessage()
+    )
     return vllm
 
 

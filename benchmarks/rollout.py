@@ -103,7 +103,9 @@ def main(argv: list[str] | None = None) -> None:
             ]
         )
         if backend == "vllm":
-            sync = {"adapters" if config.lora else "memory": time_sync(team, args.sync_repeats)}
+            merged = any(getattr(p, "merged", False) for p in served_policies(team))
+            label = ("merged adapters, memory" if merged else "adapter versions") if config.lora else "memory"
+            sync = {label: time_sync(team, args.sync_repeats)}
             if not config.lora:
                 sync["disk"] = time_sync(team, args.sync_repeats, "disk")
         del team
