@@ -26,8 +26,9 @@ from typing import Any
 
 import envs
 from benchmarks.env_throughput import print_table
-from trainers.at_grpo import build_team, rollout_for_step, served_policies, step_sampling
+from trainers.at_grpo import rollout_for_step, step_sampling
 from trainers.config import TrainConfig, resolve_config
+from trainers.teams import build_team, served_policies
 
 
 def time_rollouts(config: TrainConfig, steps: int) -> tuple[dict[str, float], Any]:

@@ -121,6 +121,10 @@ class TextAECEnv(AECEnv):
         "is_parallelizable": False,
     }
     TEAMS: ClassVar[dict[str, tuple[str, ...]]] = {}
+    # Difficulty presets the constructor's ``difficulty`` argument accepts, easiest first
+    # (empty: the env has no sizes). ``benchmarks.evaluate`` breaks its results down by them;
+    # ``metadata["suite"]`` (e.g. "planning") puts the env in that ``--suite``.
+    DIFFICULTIES: ClassVar[tuple[str, ...]] = ()
     DEFAULT_MAX_CYCLES: ClassVar[int] = 20
     spec = None  # the EnvSpec when built by envs.make (like Gymnasium)
     # Attributes a clone shares with its original instead of copying: immutable task data.

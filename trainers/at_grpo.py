@@ -29,7 +29,7 @@ import json
 import random
 import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -39,8 +39,7 @@ import numpy as np
 
 import envs
 from agents.base import SamplingParams
-from agents.hf import HFPolicy, LoraSettings
-from agents.team import RoleBinding, Team
+from agents.team import Team
 from trainers.advantages import compute_advantages
 from trainers.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
 from trainers.cli import config_from_dict, config_to_dict, parse_overrides
@@ -50,8 +49,9 @@ from trainers.learner import Learner, LearnerConfig
 from trainers.records import TaskKey
 from trainers.rollout import plain_rollout, tree_rollout
 from trainers.run_log import RunLogger, atomic_write_text, read_jsonl
+from trainers.teams import build_team, served_policies, sync_served_weights
 
-__all__ = ["Summary", "build_team", "train", "main", "load_run_config"]
+__all__ = ["Summary", "train", "main", "load_run_config", "rollout_for_step", "step_sampling"]
 
 LEARNER_KEYS = ("loss", "pg_loss", "kl", "entropy", "clip_fraction", "approx_kl_old", "grad_norm")
 
@@ -69,49 +69,6 @@ class Summary:
 
 
 # ---------------------------------------------------------------------------- set-up
-def _policy_maker(config: TrainConfig) -> Callable[..., Any]:
-    """A constructor of ``config.backend``'s policy on ``config.model`` (kwargs: adapters, lora, name)."""
-    if config.backend == "vllm":
-        from agents.vllm import VLLMPolicy, VLLMSettings
-
-        settings = VLLMSettings(
-            gpu_memory_utilization=config.vllm_memory,
-            kv_cache_gib=config.vllm_kv_cache_gib,
-            sleep=config.vllm_sleep,
-            sync=config.vllm_sync,
-            seed=config.seed,
-        )
-        return lambda **kwargs: VLLMPolicy(config.model, device=config.device, settings=settings, **kwargs)
-    return lambda **kwargs: HFPolicy(config.model, device=config.device, **kwargs)
-
-
-def build_team(config: TrainConfig, env: Any) -> Team:
-    """The trainable team ``config.policy`` / ``config.lora`` describe, on ``config.model``."""
-    lora = LoraSettings(r=config.lora_rank, alpha=config.lora_alpha)
-    prefix, roles = config.response_prefix, env.roles
-    make_policy = _policy_maker(config)
-    if config.policy == "shared" and config.lora:  # one adapter every role trains
-        policy = make_policy(adapters=("shared",), lora=lora)
-        return Team(env, {role: RoleBinding(policy, "shared", None, prefix) for role in roles})
-    if config.policy == "shared":
-        return Team.shared(env, make_policy(), response_prefix=prefix)
-    if config.lora:  # one adapter per role on one base model
-        return Team.per_role(env, make_policy(adapters=roles, lora=lora), response_prefix=prefix)
-    models = {role: make_policy(name=f"{role}-model") for role in roles}  # vLLM: one engine each
-    return Team.per_role_models(env, models, response_prefix=prefix)
-
-
-def served_policies(team: Team) -> list[Any]:
-    """The team's policies that sample from their own copy of the trained weights (vLLM
-    engines): they must be synced after every update to stay on-policy."""
-    return [policy for policy in team.policies if callable(getattr(policy, "sync_weights", None))]
-
-
-def sync_served_weights(team: Team) -> float:
-    """Push the trained weights to every engine of the team; the seconds it took."""
-    return sum(policy.sync_weights() for policy in served_policies(team))
-
-
 def load_run_config(run_dir: str | Path, overrides: Mapping[str, Any] | None = None) -> TrainConfig:
     """The saved config of ``run_dir`` with the overrides a resumed run may change.
 

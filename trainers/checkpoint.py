@@ -28,7 +28,14 @@ from typing import Any
 import numpy as np
 import torch
 
-__all__ = ["save_checkpoint", "load_checkpoint", "latest_checkpoint", "list_checkpoints"]
+__all__ = [
+    "save_checkpoint",
+    "load_checkpoint",
+    "load_weights",
+    "find_checkpoint",
+    "latest_checkpoint",
+    "list_checkpoints",
+]
 
 _PREFIX = "step_"
 _TMP = ".tmp-"
@@ -111,17 +118,40 @@ def list_checkpoints(run_dir: str | Path) -> list[Path]:
     return sorted(found, key=lambda p: int(p.name[len(_PREFIX) :]))
 
 
+def find_checkpoint(path: str | Path) -> tuple[Path, Path]:
+    """``(run dir, checkpoint dir)`` for a run directory (its newest complete checkpoint) or
+    for one checkpoint directory (``<run dir>/checkpoints/step_<N>``).
+
+    Raises:
+        FileNotFoundError: ``path`` is neither, or the run has no complete checkpoint yet;
+            the message says what was expected there.
+    """
+    path = Path(path).expanduser()
+    if (path / "state.json").is_file() and path.parent.name == "checkpoints":
+        return path.parent.parent, path
+    if (path / "config.json").is_file():
+        checkpoint = latest_checkpoint(path)
+        if checkpoint is None:
+            raise FileNotFoundError(
+                f"run {path} has no complete checkpoint yet (checkpoints/step_<N>/state.json); "
+                "train it for at least one step first"
+            )
+        return path, checkpoint
+    raise FileNotFoundError(
+        f"{path} is not a training run (no config.json) nor one of its checkpoints "
+        "(checkpoints/step_<N>/ with state.json); pass the run directory python -m trainers.at_grpo printed"
+    )
+
+
 def latest_checkpoint(run_dir: str | Path) -> Path | None:
     """The newest complete checkpoint, or ``None``."""
     checkpoints = list_checkpoints(run_dir)
     return checkpoints[-1] if checkpoints else None
 
 
-def load_checkpoint(path: str | Path, learner: Any) -> dict[str, Any]:
-    """Restore the learner's parameters and optimisers and the global RNGs from ``path``.
-
-    Returns:
-        The ``state.json`` contents (``step`` included).
+def load_weights(path: str | Path, learner: Any) -> None:
+    """Copy the trained parameters of checkpoint ``path`` into the learner's units (weights
+    only: what evaluation needs; :func:`load_checkpoint` also restores optimisers and RNGs).
 
     Raises:
         ValueError: The checkpoint does not match the learner (other units or parameters);
@@ -136,13 +166,27 @@ def load_checkpoint(path: str | Path, learner: Any) -> dict[str, Any]:
         missing, unexpected = sorted(set(current) - set(saved)), sorted(set(saved) - set(current))
         raise ValueError(
             f"checkpoint {path} does not match this run's model: missing {missing[:3]}, unexpected "
-            f"{unexpected[:3]}; resume with the config the run was started with (its config.json)"
+            f"{unexpected[:3]}; load it into the team its run trained (the run's config.json)"
         )
     with torch.no_grad():
         for name, unit in learner.units.items():
             names = {id(p): n for n, p in unit.policy.model.named_parameters()}
             for parameter in unit.parameters:
                 parameter.copy_(saved[f"{name}/{names[id(parameter)]}"].to(parameter.device))
+
+
+def load_checkpoint(path: str | Path, learner: Any) -> dict[str, Any]:
+    """Restore the learner's parameters and optimisers and the global RNGs from ``path``.
+
+    Returns:
+        The ``state.json`` contents (``step`` included).
+
+    Raises:
+        ValueError: The checkpoint does not match the learner (other units or parameters);
+            the message names what differs.
+    """
+    path = Path(path)
+    load_weights(path, learner)
     optimizers = torch.load(path / "optimizer.pt", weights_only=False)
     for name, unit in learner.units.items():
         unit.optimizer.load_state_dict(optimizers[name])

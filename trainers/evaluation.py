@@ -1,7 +1,17 @@
-"""Held-out evaluation of a team, and the episode/sample metrics training logs.
+"""Held-out evaluation of a team, and the metrics training and benchmarks report.
 
-Evaluation plays one episode per test-split task (K = 1, no selection; ALGORITHMS.md
-section 2) with a fixed sampler seed, so two evaluations of the same weights agree.
+Evaluation plays test-split tasks with the training rollout code (``plain_rollout``:
+K = 1 per episode, no selection; ALGORITHMS.md section 2) under a fixed sampler seed, so
+two evaluations of the same weights agree. It never plays a training task:
+``check_eval_tasks`` refuses any task whose split or seed is not ``test``, before a
+single env is made.
+
+* ``evaluate``: the trainer's held-out evaluation (one episode on each of the first N
+  test tasks).
+* ``evaluate_tasks`` + ``benchmark_metrics``: what ``python -m benchmarks.evaluate``
+  runs per (team, env, seed): k episodes per task, then success, avg@k, pass@k, returns
+  per role, invalid-action rate, turns to success and tokens per episode.
+* ``pass_at_k``: the unbiased pass@k estimator.
 """
 
 from __future__ import annotations
@@ -17,10 +27,21 @@ import envs
 from agents.base import SamplingParams
 from agents.team import Team
 from envs.core import role_of
-from trainers.records import Episode, TaskKey, Turn
+from trainers.records import Episode, RolloutBatch, TaskKey, Turn
 from trainers.rollout import plain_rollout
 
-__all__ = ["EvalResult", "evaluate", "episode_metrics", "sample_metrics", "test_tasks"]
+__all__ = [
+    "EvalResult",
+    "benchmark_metrics",
+    "check_eval_tasks",
+    "episode_metrics",
+    "evaluate",
+    "evaluate_tasks",
+    "pass_at_k",
+    "pass_at_k_values",
+    "sample_metrics",
+    "test_tasks",
+]
 
 EVAL_SEED = 1234  # sampler seed of evaluations (only matters when eval temperature > 0)
 
@@ -33,12 +54,53 @@ class EvalResult:
     episodes: tuple[Episode, ...]
 
 
-def test_tasks(env_id: str, n: int) -> list[TaskKey]:
-    """The first ``n`` held-out tasks of ``env_id`` (test-split seeds, never trained on)."""
-    return [TaskKey(env_id, "test", seed) for seed in envs.split_seeds("test", n)]
+def test_tasks(env_id: str, n: int, start: int = 0) -> list[TaskKey]:
+    """Held-out tasks ``start .. start + n - 1`` of ``env_id`` (test-split seeds, never
+    trained on); ``start=0`` gives the first ``n``."""
+    return [TaskKey(env_id, "test", seed) for seed in envs.split_seeds("test", n, start=start)]
 
 
 test_tasks.__test__ = False  # a helper, not a pytest test
+
+
+def check_eval_tasks(tasks: Sequence[TaskKey]) -> None:
+    """Refuse to evaluate on anything but held-out tasks.
+
+    Raises:
+        ValueError: A task is marked ``train`` or its seed lies in the training seed space
+            (``0 .. envs.TEST_SEED_START - 1``); the message names the task and the fix.
+    """
+    for task in tasks:
+        seed_split = envs.split_of(task.seed) if isinstance(task.seed, int) and task.seed >= 0 else None
+        if task.split != "test" or seed_split != "test":
+            raise ValueError(
+                f"evaluation never plays training tasks, got {task} (task seed {task.seed!r} is "
+                f"{'a ' + repr(seed_split) + ' seed' if seed_split else 'not a task seed'}). "
+                f"Held-out seeds start at envs.TEST_SEED_START = {envs.TEST_SEED_START}; "
+                "envs.split_seeds('test', n) gives the first n."
+            )
+
+
+def pass_at_k(n: int, c: int, k: int) -> float:
+    """Unbiased pass@k of one task with ``c`` successes among ``n`` samples:
+    ``1 - C(n - c, k) / C(n, k)``, the chance that k of the n samples drawn without
+    replacement contain a success (Chen et al., 2021), computed as a stable product.
+
+    Raises:
+        ValueError: Not ``0 <= c <= n`` and ``1 <= k <= n``.
+    """
+    if not (0 <= c <= n and 1 <= k <= n):
+        raise ValueError(f"pass_at_k needs 0 <= c <= n and 1 <= k <= n, got n={n}, c={c}, k={k}")
+    if n - c < k:
+        return 1.0
+    # C(n-c, k) / C(n, k) = prod_{i = n-c+1}^{n} (1 - k / i)
+    return float(1.0 - np.prod(1.0 - k / np.arange(n - c + 1, n + 1)))
+
+
+def pass_at_k_values(n: int) -> list[int]:
+    """The k reported for ``n`` samples per task: powers of two below ``n``, and ``n``."""
+    values = [1 << i for i in range(n.bit_length()) if (1 << i) < n]
+    return values + [n]
 
 
 def episode_metrics(episodes: Sequence[Episode]) -> dict[str, float]:
@@ -75,6 +137,74 @@ def sample_metrics(samples: Sequence[Turn]) -> dict[str, float]:
     return out
 
 
+def benchmark_metrics(episodes: Sequence[Episode]) -> dict[str, float]:
+    """The metrics of one benchmark cell, from its played episodes (k per task).
+
+    * ``success``: mean over every episode (= ``avg@k``, = ``pass@1``);
+    * ``pass@j``: the unbiased estimator per task, averaged over tasks, for j in
+      ``pass_at_k_values(k)`` (k = episodes per task; every task must have the same k);
+    * ``return/<role>``: mean episode return of each role;
+    * ``invalid_rate``: share of all played turns the env judged invalid;
+    * ``turns_to_success``: mean turns (cycles of the turn order) of the solved episodes,
+      NaN when none was solved;
+    * ``tokens_per_episode``: mean generated tokens per episode (0 for scripted teams);
+    * ``episode_length`` (responses per episode) and ``truncated`` (share that hit
+      ``max_cycles``).
+
+    Raises:
+        ValueError: No episodes, or tasks with different numbers of episodes.
+    """
+    if not episodes:
+        raise ValueError("benchmark_metrics needs at least one episode")
+    by_task: dict[TaskKey, list[bool]] = defaultdict(list)
+    for episode in episodes:
+        by_task[episode.task].append(bool(episode.success))
+    counts = {len(successes) for successes in by_task.values()}
+    if len(counts) != 1:
+        raise ValueError(
+            f"every task needs the same number of episodes for pass@k, got counts {sorted(counts)}"
+        )
+    k = counts.pop()
+    turns = [turn for episode in episodes for turn in episode.turns]
+    solved = [e for e in episodes if e.success]
+    out = episode_metrics(episodes)
+    out[f"avg@{k}"] = out["success"]
+    for j in pass_at_k_values(k):
+        out[f"pass@{j}"] = float(np.mean([pass_at_k(k, sum(s), j) for s in by_task.values()]))
+    out["invalid_rate"] = float(np.mean([t.invalid for t in turns])) if turns else 0.0
+    out["turns_to_success"] = (
+        float(np.mean([e.turns[-1].turn + 1 for e in solved])) if solved else float("nan")
+    )
+    out["tokens_per_episode"] = float(np.mean([sum(len(t.token_ids) for t in e.turns) for e in episodes]))
+    return out
+
+
+def evaluate_tasks(
+    team: Team,
+    tasks: Sequence[TaskKey],
+    *,
+    episodes_per_task: int = 1,
+    sampling: SamplingParams,
+    env_kwargs: Mapping[str, Any] | None = None,
+    seed: int = EVAL_SEED,
+) -> RolloutBatch:
+    """Play ``episodes_per_task`` independent episodes (K = 1, no selection) on each held-out
+    task, batched across all of them; ``seed`` seeds the sampler.
+
+    Raises:
+        ValueError: A task is not a held-out (test) task (``check_eval_tasks``).
+    """
+    check_eval_tasks(tasks)
+    return plain_rollout(
+        tasks,
+        team,
+        episodes_per_task=episodes_per_task,
+        sampling=sampling,
+        env_kwargs=env_kwargs,
+        seed=seed,
+    )
+
+
 def evaluate(
     team: Team,
     env_id: str,
@@ -84,14 +214,7 @@ def evaluate(
     env_kwargs: Mapping[str, Any] | None = None,
 ) -> EvalResult:
     """Play one episode on each of the first ``num_tasks`` test tasks."""
-    batch = plain_rollout(
-        test_tasks(env_id, num_tasks),
-        team,
-        episodes_per_task=1,
-        sampling=sampling,
-        env_kwargs=env_kwargs,
-        seed=EVAL_SEED,
-    )
+    batch = evaluate_tasks(team, test_tasks(env_id, num_tasks), sampling=sampling, env_kwargs=env_kwargs)
     metrics = {**episode_metrics(batch.episodes), **sample_metrics(batch.samples)}
     metrics["time/eval"] = float(batch.stats.get("time/rollout", 0.0))
     return EvalResult(metrics, batch.episodes)

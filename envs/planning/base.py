@@ -114,6 +114,7 @@ class PlanningEnv(TextAECEnv):
         **kwargs: ``TextAECEnv`` arguments (team, alpha, max_cycles, split, ...).
     """
 
+    metadata: ClassVar[dict[str, Any]] = {**TextAECEnv.metadata, "suite": "planning"}
     TEAMS: ClassVar[dict[str, tuple[str, ...]]] = {
         "mas": ("planner", "executor"),
         "single": ("solver",),
@@ -121,6 +122,11 @@ class PlanningEnv(TextAECEnv):
     CLONE_SHARED_ATTRS: ClassVar[tuple[str, ...]] = ("spec", "level")
     DEFAULT_MAX_MOVES_PER_TURN: ClassVar[int] = 10
     GAME: ClassVar[PlanningGame]
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "GAME" in cls.__dict__:  # an env class: its difficulties are its game's presets
+            cls.DIFFICULTIES = tuple(cls.GAME.presets)
 
     def __init__(
         self,

@@ -1,6 +1,8 @@
-"""Held-out evaluation: test-split tasks only, one episode each, repeatable; metric helpers."""
+"""Held-out evaluation: test-split tasks only, repeatable; metric helpers; pass@k; split hygiene."""
 
 from __future__ import annotations
+
+import math
 
 import pytest
 
@@ -9,13 +11,24 @@ from agents.base import SamplingParams
 from agents.hf import HFPolicy
 from agents.scripted import OraclePolicy
 from agents.team import Team
-from trainers.evaluation import episode_metrics, evaluate, sample_metrics, test_tasks
+from trainers.evaluation import (
+    benchmark_metrics,
+    check_eval_tasks,
+    episode_metrics,
+    evaluate,
+    evaluate_tasks,
+    pass_at_k,
+    pass_at_k_values,
+    sample_metrics,
+    test_tasks,
+)
 from trainers.records import Episode, TaskKey, Turn
 
 
-def turn(role, reward, invalid=False, tokens=(1, 2)):
+def turn(role, reward, invalid=False, tokens=(1, 2), cycle=0):
     return Turn(
-        task=TaskKey("x-v0", "train", 0), episode=0, agent=f"{role}_0", role=role, policy="p", turn=0, step=0,
+        task=TaskKey("x-v0", "train", 0), episode=0, agent=f"{role}_0", role=role, policy="p", turn=cycle,
+        step=0,
         prompt="", response="", prompt_token_ids=(), token_ids=tokens, logprobs=(0.0,) * len(tokens),
         reward=reward, reward_terms={}, invalid=invalid, state_key=0,
     )  # fmt: skip
@@ -58,3 +71,100 @@ def test_evaluation_of_a_model_is_repeatable():
     assert [t.response for e in first.episodes for t in e.turns] == [
         t.response for e in second.episodes for t in e.turns
     ]
+
+
+@pytest.mark.parametrize(
+    ("n", "c", "k", "expected"),
+    [
+        (5, 0, 1, 0.0),
+        (5, 5, 3, 1.0),
+        (5, 1, 1, 0.2),
+        (5, 2, 2, 1 - 3 / 10),  # 1 - C(3,2)/C(5,2)
+        (4, 1, 4, 1.0),  # fewer failures than draws: a success is always drawn
+        (10, 3, 5, 1 - 21 / 252),  # 1 - C(7,5)/C(10,5)
+        (1, 1, 1, 1.0),
+        (1, 0, 1, 0.0),
+    ],
+)
+def test_pass_at_k_hand_computed(n, c, k, expected):
+    assert pass_at_k(n, c, k) == pytest.approx(expected, abs=1e-12)
+
+
+def test_pass_at_k_matches_the_binomial_formula_everywhere():
+    for n in range(1, 13):
+        for c in range(n + 1):
+            for k in range(1, n + 1):
+                exact = 1 - math.comb(n - c, k) / math.comb(n, k)
+                assert pass_at_k(n, c, k) == pytest.approx(exact, abs=1e-12), (n, c, k)
+            assert pass_at_k(n, c, 1) == pytest.approx(c / n)  # pass@1 is the success rate
+
+
+@pytest.mark.parametrize(("n", "c", "k"), [(3, 4, 1), (3, 1, 4), (3, 1, 0), (0, 0, 1), (3, -1, 1)])
+def test_pass_at_k_refuses_impossible_counts(n, c, k):
+    with pytest.raises(ValueError, match="0 <= c <= n and 1 <= k <= n"):
+        pass_at_k(n, c, k)
+
+
+def test_pass_at_k_values():
+    assert pass_at_k_values(1) == [1]
+    assert pass_at_k_values(4) == [1, 2, 4]
+    assert pass_at_k_values(6) == [1, 2, 4, 6]
+
+
+def test_benchmark_metrics_by_hand():
+    a, b = TaskKey("x-v0", "test", 1_000_000_000), TaskKey("x-v0", "test", 1_000_000_001)
+    solved = (turn("planner", 0.1, tokens=(1, 2, 3)), turn("executor", 1.0, tokens=(4,), cycle=1))
+    failed = (turn("planner", -0.1, invalid=True, tokens=(5, 6)), turn("executor", 0.0, tokens=(7, 8)))
+    episodes = [
+        Episode(a, 0, solved, True, {"planner_0": 1.1, "executor_0": 1.0}, False),
+        Episode(a, 1, failed, False, {"planner_0": -0.1, "executor_0": 0.0}, True),
+        Episode(b, 0, failed, False, {"planner_0": -0.1, "executor_0": 0.0}, True),
+        Episode(b, 1, failed, False, {"planner_0": -0.1, "executor_0": 0.0}, True),
+    ]
+    m = benchmark_metrics(episodes)
+    assert m["success"] == m["avg@2"] == m["pass@1"] == 0.25
+    assert m["pass@2"] == 0.5  # task a: 1 of 2 samples, drawn both -> 1; task b: 0
+    assert m["invalid_rate"] == 3 / 8
+    assert m["turns_to_success"] == 2.0  # solved on the executor turn of cycle 1
+    assert m["tokens_per_episode"] == (4 + 4 + 4 + 4) / 4
+    assert m["return/planner"] == pytest.approx((1.1 - 0.3) / 4) and m["truncated"] == 0.75
+    unsolved = benchmark_metrics(episodes[2:])
+    assert math.isnan(unsolved["turns_to_success"]) and unsolved["success"] == 0.0
+    with pytest.raises(ValueError, match="same number of episodes"):
+        benchmark_metrics(episodes[:3])
+    with pytest.raises(ValueError, match="at least one episode"):
+        benchmark_metrics([])
+
+
+@pytest.mark.parametrize(
+    "task",
+    [
+        TaskKey("plan_path-v0", "train", 5),  # a training task
+        TaskKey("plan_path-v0", "test", 5),  # labelled test, but a training seed
+        TaskKey("plan_path-v0", "train", 1_000_000_000),  # a test seed labelled train
+        TaskKey("plan_path-v0", "test", -1),
+    ],
+)
+def test_evaluation_refuses_training_tasks(task):
+    with pytest.raises(ValueError, match="evaluation never plays training tasks"):
+        check_eval_tasks([TaskKey("plan_path-v0", "test", 1_000_000_000), task])
+    env = envs.make("plan_path")
+    with pytest.raises(ValueError, match="evaluation never plays training tasks"):
+        evaluate_tasks(Team(env, {r: OraclePolicy() for r in env.roles}), [task], sampling=SamplingParams())
+
+
+def test_test_tasks_blocks_are_disjoint_test_seeds():
+    first, second = test_tasks("sokoban", 4), test_tasks("sokoban", 4, start=4)
+    assert not {t.seed for t in first} & {t.seed for t in second}
+    check_eval_tasks(first + second)
+    assert all(envs.split_of(t.seed) == "test" for t in first + second)
+
+
+def test_evaluate_tasks_plays_k_episodes_per_task_with_scripted_teams():
+    env = envs.make("sokoban")
+    tasks = test_tasks("sokoban", 3)
+    batch = evaluate_tasks(Team(env, {r: OraclePolicy() for r in env.roles}), tasks, episodes_per_task=2,
+                           sampling=SamplingParams())  # fmt: skip
+    assert sorted(e.task for e in batch.episodes) == sorted(tasks * 2)
+    metrics = benchmark_metrics(batch.episodes)
+    assert metrics["success"] == metrics["pass@2"] == 1.0 and metrics["tokens_per_episode"] == 0.0

@@ -1,0 +1,177 @@
+"""``EvalConfig``: everything ``python -m benchmarks.evaluate`` needs, one frozen dataclass.
+
+Every field has a docstring (``--help`` is built from them by ``trainers.cli``); validation
+errors name the field and the fix. Fields left at ``None`` are filled per env from the
+trainer's env presets (``trainers.config.ENV_PRESETS``), so a trained team is evaluated
+with the reply length it trained with.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from agents.models import DEFAULT_MODEL
+from envs.splits import TEST_SEED_COUNT, TEST_SEED_START
+from trainers.config import ENV_PRESETS, GENERIC_PRESET, ConfigError
+
+__all__ = ["EvalConfig", "ConfigError", "POLICY_KINDS", "BASELINES", "preset_for"]
+
+POLICY_KINDS = ("model", "base", "oracle", "random")
+BASELINES = ("random", "oracle", "single", "mas")
+
+
+@dataclass(frozen=True)
+class EvalConfig:
+    """One evaluation: teams (rows) x envs (columns) x seeds (``python -m benchmarks.evaluate --help``)."""
+
+    # --- envs ---
+    env: tuple[str, ...] = ()
+    """Env id(s) to evaluate, e.g. sokoban plan_path-v0 (module:id imports your env's module first)."""
+    suite: str | None = None
+    """Evaluate every registered env of a suite: planning, math, code, ... (metadata['suite']), or all."""
+    difficulty: tuple[str, ...] = ()
+    """Difficulty presets per env (e.g. easy medium) or all; one column each (none: the env's default)."""
+    env_kwargs: dict = field(default_factory=dict)
+    """Extra envs.make() arguments as JSON for every env, e.g. '{"max_cycles": 4}'."""
+    split: str = "test"
+    """Task split; evaluation only ever plays held-out 'test' tasks."""
+
+    # --- team ---
+    team: Literal["mas", "single"] = "mas"
+    """Team variant of the main row: 'mas' (one role per agent) or 'single' (one solver role)."""
+    model: str = DEFAULT_MODEL
+    """The 'model' policy: a built-in name, a local HF dir, a hub id, or a training run / checkpoint dir."""
+    adapters: str | None = None
+    """A training run (or checkpoint) dir whose trained LoRA adapters go on --model."""
+    policy: Literal["shared", "per_role"] | None = None
+    """How the checkpoint's weights are shared by roles; checked against the run (None: the run's)."""
+    roles: tuple[str, ...] = ()
+    """Main-row overrides ROLE=POLICY, POLICY in model, base, oracle, random; e.g. planner=oracle."""
+    baselines: tuple[str, ...] = BASELINES
+    """Extra rows: random, oracle (scripted, main variant), single, mas (the model as that team)."""
+    backend: Literal["hf", "vllm"] = "hf"
+    """Generation backend of model policies: 'hf' (transformers) or 'vllm'."""
+    device: str | None = None
+    """Torch device (None: cuda when available, else cpu)."""
+    vllm_memory: float = 0.3
+    """vLLM: fraction of GPU memory the engine may take."""
+    vllm_kv_cache_gib: float = 2.0
+    """vLLM on CPU: KV cache size in GiB."""
+    response_prefix: str = "<answer>"
+    """Text written as the start of every model reply (as in training); the env parses prefix + reply."""
+
+    # --- sampling ---
+    episodes: int = 16
+    """Held-out tasks per seed (seed s plays test tasks s*N .. s*N+N-1 of the test split)."""
+    samples: int = 1
+    """k: independent episodes per task (avg@k, pass@k); > 1 needs temperature > 0."""
+    seeds: tuple[int, ...] = (0, 1, 2)
+    """Evaluation seeds; each has its own block of test tasks and sampler seed (mean +- s.e. over them)."""
+    task_seeds: tuple[int, ...] = ()
+    """Play exactly these test-split task seeds under every seed instead of the seed's block."""
+    temperature: float | None = None
+    """Sampling temperature (None: 0 = greedy for --samples 1, else the env preset's)."""
+    top_p: float = 1.0
+    """Nucleus sampling threshold."""
+    max_new_tokens: int | None = None
+    """Longest reply in tokens (None: the env preset's, as in training)."""
+    stop: tuple[str, ...] = ("</answer>",)
+    """Stop strings: a reply ends at the first one."""
+
+    # --- output ---
+    output_dir: str = "runs/eval"
+    """Where evaluation directories are created."""
+    run_name: str | None = None
+    """Directory name (None: <suite or envs>-<team>-<date>-<time>)."""
+    transcripts: int = 1
+    """Episodes per cell written to transcripts/ (0: none)."""
+    plots: bool = True
+    """Write PNG plots (needs matplotlib)."""
+    progress: bool = True
+    """Show a progress bar."""
+
+    def __post_init__(self) -> None:
+        _validate(self)
+
+
+def preset_for(env_name: str) -> dict:
+    """The trainer's preset of an env (``GENERIC_PRESET`` for envs without one)."""
+    return ENV_PRESETS.get(env_name, GENERIC_PRESET)
+
+
+def _validate(config: EvalConfig) -> None:
+    if bool(config.env) == bool(config.suite):
+        raise ConfigError("pass exactly one of --env ID [ID ...] or --suite NAME (planning, math, code, all)")
+    if config.split != "test":
+        raise ConfigError(
+            f"split={config.split!r}: evaluation only plays held-out tasks, so the split is 'test' "
+            "(training tasks would measure memorisation); drop --split or pass --split test"
+        )
+    for name in ("episodes", "samples"):
+        if getattr(config, name) < 1:
+            raise ConfigError(f"{name}={getattr(config, name)} must be >= 1; pass e.g. --{name} 4")
+    if not config.seeds:
+        raise ConfigError("seeds is empty; pass at least one, e.g. --seeds 0 1 2")
+    if len(set(config.seeds)) != len(config.seeds) or min(config.seeds) < 0:
+        raise ConfigError(f"seeds={list(config.seeds)} must be distinct ints >= 0, e.g. --seeds 0 1 2")
+    if len(set(config.task_seeds)) != len(config.task_seeds):
+        raise ConfigError(f"task_seeds={list(config.task_seeds)} has repeats; list each task once")
+    training = [
+        seed for seed in config.task_seeds if not TEST_SEED_START <= seed < TEST_SEED_START + TEST_SEED_COUNT
+    ]
+    if training:
+        raise ConfigError(
+            f"task_seeds {training[:5]} are not held-out test seeds: evaluation never plays training tasks. "
+            f"Test seeds start at {TEST_SEED_START} (envs.split_seeds('test', n)), "
+            f"e.g. --task-seeds {TEST_SEED_START}"
+        )
+    if config.temperature is not None and config.temperature < 0:
+        raise ConfigError(f"temperature={config.temperature} must be >= 0 (0 is greedy)")
+    if config.samples > 1 and config.temperature == 0:
+        raise ConfigError(
+            f"samples={config.samples} with temperature=0 would play {config.samples} identical greedy "
+            "episodes per task; pass --temperature 0.7 (or --samples 1)"
+        )
+    if not 0 < config.top_p <= 1:
+        raise ConfigError(f"top_p={config.top_p} must be in (0, 1]; pass e.g. --top-p 1.0")
+    if config.max_new_tokens is not None and config.max_new_tokens < 1:
+        raise ConfigError(
+            f"max_new_tokens={config.max_new_tokens} must be >= 1; pass e.g. --max-new-tokens 16"
+        )
+    if config.transcripts < 0:
+        raise ConfigError(f"transcripts={config.transcripts} must be >= 0")
+    unknown = sorted(set(config.baselines) - set(BASELINES))
+    if unknown:
+        raise ConfigError(
+            f"baselines {unknown} are unknown; choose from {list(BASELINES)} (or none: --baselines)"
+        )
+    for item in config.roles:
+        role, sep, kind = item.partition("=")
+        if not sep or not role or kind not in POLICY_KINDS:
+            raise ConfigError(
+                f"roles: {item!r} is not ROLE=POLICY with POLICY one of {list(POLICY_KINDS)}; "
+                "e.g. --roles planner=oracle executor=model"
+            )
+    named = [item.partition("=")[0] for item in config.roles]
+    if len(set(named)) != len(named):
+        raise ConfigError(f"roles: each role may be named once, got {list(config.roles)}")
+    for reserved in ("split", "team", "difficulty"):
+        if reserved in config.env_kwargs:
+            fix = {
+                "split": "evaluation always uses 'test'",
+                "team": "use --team",
+                "difficulty": "use --difficulty",
+            }
+            raise ConfigError(f"env_kwargs may not set {reserved!r}; {fix[reserved]}")
+    if config.backend == "vllm" and config.model == "tiny-test":
+        raise ConfigError(
+            "backend='vllm' cannot load model='tiny-test' (built in-process, no model directory); "
+            "pass --backend hf, or --model smollm2-135m-instruct"
+        )
+    if not 0 < config.vllm_memory <= 1:
+        raise ConfigError(f"vllm_memory={config.vllm_memory} must be in (0, 1]; pass e.g. --vllm-memory 0.3")
+    if config.vllm_kv_cache_gib <= 0:
+        raise ConfigError(
+            f"vllm_kv_cache_gib={config.vllm_kv_cache_gib} must be > 0; pass e.g. --vllm-kv-cache-gib 2"
+        )

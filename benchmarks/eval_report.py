@@ -1,0 +1,286 @@
+"""What an evaluation leaves behind: cells with mean +- standard error, the results file,
+Markdown tables and PNG plots.
+
+A ``Cell`` is one (team row, env, difficulty): the metrics of each seed and their mean and
+standard error over seeds (``s.e. = std(ddof=1) / sqrt(seeds)``; none with one seed).
+Metrics a seed could not define (``turns_to_success`` without a solved episode) are NaN
+there and are left out of that metric's mean and s.e. In JSON, NaN is written as null.
+
+Markdown: one table per metric, rows = teams, columns = envs (one column per difficulty
+when several are evaluated). Plots (``plots/``): grouped bars of success, invalid-action
+rate and tokens per episode with s.e. error bars; pass@k against k (when ``--samples`` >
+1); success against difficulty (when several difficulties were evaluated).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from trainers.run_log import atomic_write_text
+
+__all__ = ["Cell", "Column", "summarize", "markdown_tables", "write_results", "write_plots", "to_json"]
+
+TABLE_METRICS = ("success", "pass@", "invalid_rate", "turns_to_success", "tokens_per_episode", "return/")
+METRIC_TITLES = {
+    "success": "success rate",
+    "invalid_rate": "invalid-action rate (share of turns)",
+    "turns_to_success": "turns to success (solved episodes; a turn = one cycle of the roles)",
+    "tokens_per_episode": "generated tokens per episode",
+}
+
+
+@dataclass(frozen=True)
+class Column:
+    """One env column: the env id and difficulty (``None``: the env's default / no sizes)."""
+
+    env_id: str
+    difficulty: str | None = None
+
+    @property
+    def label(self) -> str:
+        return self.env_id + (f" ({self.difficulty})" if self.difficulty else "")
+
+
+@dataclass
+class Cell:
+    """One (row, column): the per-seed metrics, or why the row cannot play the env."""
+
+    row: str
+    column: Column
+    seeds: list[int] = field(default_factory=list)
+    per_seed: list[dict[str, float]] = field(default_factory=list)
+    tasks: list[list[int]] = field(default_factory=list)
+    skipped: str | None = None
+    seconds: float = 0.0
+
+    @property
+    def mean(self) -> dict[str, float]:
+        return summarize(self.per_seed)[0]
+
+    @property
+    def se(self) -> dict[str, float]:
+        return summarize(self.per_seed)[1]
+
+
+def summarize(per_seed: Sequence[dict[str, float]]) -> tuple[dict[str, float], dict[str, float]]:
+    """Mean and standard error over seeds of every metric (NaN values left out)."""
+    keys = sorted({key for metrics in per_seed for key in metrics})
+    mean, se = {}, {}
+    for key in keys:
+        values = np.array([m[key] for m in per_seed if key in m and not math.isnan(m[key])], dtype=float)
+        mean[key] = float(values.mean()) if len(values) else float("nan")
+        se[key] = float(values.std(ddof=1) / math.sqrt(len(values))) if len(values) > 1 else float("nan")
+    return mean, se
+
+
+def to_json(value: Any) -> Any:
+    """JSON-safe copy: NaN/inf -> None, tuples -> lists, dataclass-free plain data."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {str(k): to_json(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [to_json(v) for v in value]
+    return value
+
+
+def _cell_json(cell: Cell) -> dict[str, Any]:
+    mean, se = summarize(cell.per_seed)
+    return to_json(
+        {
+            "row": cell.row,
+            "env": cell.column.env_id,
+            "difficulty": cell.column.difficulty,
+            "skipped": cell.skipped,
+            "seeds": cell.seeds,
+            "task_seeds": cell.tasks,
+            "seconds": round(cell.seconds, 3),
+            "mean": mean,
+            "se": se,
+            "per_seed": cell.per_seed,
+        }
+    )
+
+
+def _fmt(mean: float, se: float, digits: int) -> str:
+    if math.isnan(mean):
+        return "-"
+    return f"{mean:.{digits}f}" + ("" if math.isnan(se) else f" ± {se:.{digits}f}")
+
+
+def _table(title: str, rows: list[str], columns: list[Column], cells: dict, text_of) -> str:
+    lines = [f"### {title}", "", "| team | " + " | ".join(c.label for c in columns) + " |"]
+    lines.append("|---" * (len(columns) + 1) + "|")
+    for row in rows:
+        lines.append(f"| {row} | " + " | ".join(text_of(cells[row, c]) for c in columns) + " |")
+    return "\n".join(lines)
+
+
+def _metric_text(key: str, digits: int):
+    def text(cell: Cell) -> str:
+        if cell.skipped:
+            return "n/a"
+        mean, se = summarize(cell.per_seed)
+        return _fmt(mean.get(key, float("nan")), se.get(key, float("nan")), digits)
+
+    return text
+
+
+def _returns_text(cell: Cell) -> str:
+    if cell.skipped:
+        return "n/a"
+    mean = summarize(cell.per_seed)[0]
+    parts = [f"{k.split('/', 1)[1]} {v:+.3f}" for k, v in mean.items() if k.startswith("return/")]
+    return ", ".join(parts) or "-"
+
+
+def markdown_tables(cells: Sequence[Cell], rows: Sequence[str], columns: Sequence[Column], note: str) -> str:
+    """Every metric table (rows = teams, columns = envs); ``note`` goes under the heading."""
+    by_key = {(cell.row, cell.column): cell for cell in cells}
+    rows, columns = list(rows), list(columns)
+    keys = sorted({k for cell in cells for m in cell.per_seed for k in m if k.startswith("pass@")},
+                  key=lambda k: int(k.split("@")[1]))  # fmt: skip
+    pass_keys = keys[1:] if len(keys) > 1 else []  # pass@1 equals success
+    parts = [note, ""]
+    parts.append(_table(METRIC_TITLES["success"], rows, columns, by_key, _metric_text("success", 3)))
+    for key in pass_keys:
+        parts += ["", _table(f"{key} (unbiased estimator)", rows, columns, by_key, _metric_text(key, 3))]
+    for key, digits in (("invalid_rate", 3), ("turns_to_success", 2), ("tokens_per_episode", 1)):
+        parts += ["", _table(METRIC_TITLES[key], rows, columns, by_key, _metric_text(key, digits))]
+    parts += ["", _table("mean return per role", rows, columns, by_key, _returns_text)]
+    return "\n".join(parts) + "\n"
+
+
+def write_results(out_dir: Path, header: dict[str, Any], cells: Sequence[Cell], markdown: str) -> Path:
+    """Writes ``results.json`` (header: config, versions, models, envs; then every cell) and
+    ``results.md`` atomically; returns the JSON path."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    data = {**to_json(header), "cells": [_cell_json(cell) for cell in cells]}
+    path = out_dir / "results.json"
+    atomic_write_text(path, json.dumps(data, indent=2) + "\n")
+    atomic_write_text(out_dir / "results.md", markdown)
+    return path
+
+
+# ---------------------------------------------------------------------------- plots
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "_", text.lower()).strip("_")
+
+
+def _save(fig: Any, path: Path) -> None:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    FigureCanvasAgg(fig)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fig.savefig(tmp, format="png", dpi=110)
+    os.replace(tmp, path)
+
+
+def _bars(cells: dict, rows: list[str], columns: list[Column], key: str, title: str, path: Path) -> None:
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(max(6.4, 1.6 * len(columns) * max(1, len(rows)) / 3), 4.4), layout="constrained")
+    ax = fig.subplots()
+    width = 0.8 / max(1, len(rows))
+    x = np.arange(len(columns))
+    for i, row in enumerate(rows):
+        means, errors = [], []
+        for column in columns:
+            cell = cells[row, column]
+            mean, se = summarize(cell.per_seed) if not cell.skipped else ({}, {})
+            means.append(mean.get(key, np.nan))
+            errors.append(0.0 if math.isnan(se.get(key, np.nan)) else se[key])
+        ax.bar(x + (i - (len(rows) - 1) / 2) * width, means, width, yerr=errors, capsize=3, label=row)
+    ax.set_xticks(x, [c.label for c in columns], rotation=15 if len(columns) > 3 else 0)
+    ax.set_title(title)
+    ax.set_ylabel(key)
+    ax.grid(axis="y", alpha=0.3)
+    ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    _save(fig, path)
+
+
+def _curves(panels: list[tuple[str, list[str], dict[str, tuple[list[float], list[float], list[float]]]]],
+            xlabel: str, ylabel: str, path: Path) -> None:  # fmt: skip
+    """One axes per panel (title, x tick labels, row -> (x, mean, se)) with error-bar curves."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(5.2 * len(panels), 4.2), layout="constrained")
+    axes = fig.subplots(1, len(panels), squeeze=False)[0]
+    for ax, (title, ticks, series) in zip(axes, panels, strict=True):
+        for row, (xs, means, errors) in series.items():
+            ax.errorbar(xs, means, yerr=errors, marker="o", capsize=3, label=row)
+        if ticks:
+            ax.set_xticks(range(len(ticks)), ticks)
+        ax.set_title(title)
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel(ylabel)
+        ax.grid(alpha=0.3)
+    axes[-1].legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    _save(fig, path)
+
+
+def write_plots(
+    out_dir: Path, cells: Sequence[Cell], rows: Sequence[str], columns: Sequence[Column]
+) -> list[Path]:
+    """Writes the PNG plots (module docstring) under ``out_dir/plots``; [] without matplotlib."""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        return []
+    plots = out_dir / "plots"
+    plots.mkdir(parents=True, exist_ok=True)
+    by_key = {(cell.row, cell.column): cell for cell in cells}
+    rows, columns = list(rows), list(columns)
+    written = []
+    for key in ("success", "invalid_rate", "tokens_per_episode"):
+        path = plots / f"{key}.png"
+        _bars(by_key, rows, columns, key, f"{METRIC_TITLES[key]} (mean ± s.e. over seeds)", path)
+        written.append(path)
+    pass_keys = sorted({k for c in cells for m in c.per_seed for k in m if k.startswith("pass@")},
+                       key=lambda k: int(k.split("@")[1]))  # fmt: skip
+    if len(pass_keys) > 1:
+        panels = []
+        for column in columns:
+            series = {}
+            for row in rows:
+                cell = by_key[row, column]
+                if cell.skipped:
+                    continue
+                mean, se = summarize(cell.per_seed)
+                ks = [int(k.split("@")[1]) for k in pass_keys]
+                series[row] = (ks, [mean[k] for k in pass_keys], [np.nan_to_num(se[k]) for k in pass_keys])
+            panels.append((column.label, [], series))
+        path = plots / "pass_at_k.png"
+        _curves(panels, "k (samples drawn per task)", "pass@k", path)
+        written.append(path)
+    env_ids = list(dict.fromkeys(c.env_id for c in columns))
+    if any(sum(c.env_id == env_id for c in columns) > 1 for env_id in env_ids):
+        panels = []
+        for env_id in env_ids:
+            env_columns = [c for c in columns if c.env_id == env_id]
+            series = {}
+            for row in rows:
+                points = [
+                    (i, by_key[row, c]) for i, c in enumerate(env_columns) if not by_key[row, c].skipped
+                ]
+                if points:
+                    stats = [summarize(cell.per_seed) for _, cell in points]
+                    series[row] = (
+                        [i for i, _ in points],
+                        [m["success"] for m, _ in stats],
+                        [np.nan_to_num(s["success"]) for _, s in stats],
+                    )
+            panels.append((env_id, [c.difficulty or "default" for c in env_columns], series))
+        path = plots / "difficulty.png"
+        _curves(panels, "difficulty", "success rate", path)
+        written.append(path)
+    return written

@@ -1,0 +1,243 @@
+"""The rows of an evaluation table: which policy plays each role, and where models come from.
+
+A row is a ``TeamSpec``: a team variant (``mas`` / ``single``) and a policy kind per role:
+
+* ``model``: the evaluated model (``--model``; a training run's trained weights when
+  ``--model`` or ``--adapters`` names a run or checkpoint);
+* ``base``: the untrained base model (same as ``model`` unless weights were loaded);
+* ``oracle``: the env's exact solver (``agents.scripted.OraclePolicy``), the ceiling;
+* ``random``: a uniformly random legal move (``agents.scripted.RandomPolicy``), the floor.
+
+``team_rows`` turns the command line into rows: the baselines (random, oracle, the model
+as a single agent and as the multi-agent team) and the main row, which may mix kinds per
+role (``--roles planner=oracle``: an ablation in one flag). ``PolicyBank`` loads each
+model once and binds it to any env's roles.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+from agents.models import TINY_TEST_MODEL, resolve_model
+from agents.scripted import OraclePolicy, RandomPolicy
+from agents.team import RoleBinding, Team
+from benchmarks.eval_config import ConfigError, EvalConfig
+
+__all__ = ["TeamSpec", "team_rows", "PolicyBank", "NotApplicable", "is_training_run"]
+
+
+class NotApplicable(Exception):
+    """A row cannot play an env (no such team variant, no exact solver...): the cell is n/a."""
+
+
+@dataclass(frozen=True)
+class TeamSpec:
+    """One row: a team variant and the policy kind of each role (``default`` for the rest)."""
+
+    name: str
+    variant: str
+    default: str = "model"
+    overrides: tuple[tuple[str, str], ...] = ()
+
+    def kind(self, role: str) -> str:
+        """The policy kind that plays ``role``."""
+        return dict(self.overrides).get(role, self.default)
+
+    def kinds(self, roles: tuple[str, ...]) -> dict[str, str]:
+        return {role: self.kind(role) for role in roles}
+
+    @property
+    def uses_model(self) -> bool:
+        return self.default in ("model", "base") or any(k in ("model", "base") for _, k in self.overrides)
+
+
+def _model_label(config: EvalConfig) -> str:
+    trained = config.adapters or (config.model if is_training_run(config.model) else None)
+    if trained is None:
+        return config.model
+    path = Path(trained)
+    return path.parent.parent.name + "@" + path.name if path.parent.name == "checkpoints" else path.name
+
+
+def team_rows(config: EvalConfig) -> list[TeamSpec]:
+    """Baseline rows first (random, oracle, model single, model mas), then the main row;
+    a baseline identical to the main row is not repeated."""
+    label = _model_label(config)
+    overrides = tuple(sorted(tuple(item.split("=", 1)) for item in config.roles))
+    main_name = f"{label} {config.team}"
+    if overrides:
+        main_name += " (" + ", ".join(f"{role}={kind}" for role, kind in overrides) + ")"
+    main = TeamSpec(main_name, config.team, "model", overrides)
+    candidates = {
+        "random": TeamSpec(f"random {config.team}", config.team, "random"),
+        "oracle": TeamSpec(f"oracle {config.team}", config.team, "oracle"),
+        "single": TeamSpec(f"{label} single", "single", "model"),
+        "mas": TeamSpec(f"{label} mas", "mas", "model"),
+    }
+    rows = [candidates[name] for name in ("random", "oracle", "single", "mas") if name in config.baselines]
+    rows = [
+        row for row in rows if (row.variant, row.default, row.overrides) != (main.variant, "model", overrides)
+    ]
+    return rows + [main]
+
+
+def is_training_run(path: str) -> bool:
+    """``path`` is a teamgym training run directory or one of its checkpoints."""
+    p = Path(path).expanduser()
+    return ((p / "state.json").is_file() and p.parent.name == "checkpoints") or (p / "checkpoints").is_dir()
+
+
+def _sha256_of(files: list[Path]) -> str:
+    digest = hashlib.sha256()
+    for file in sorted(files):
+        with open(file, "rb") as handle:
+            while chunk := handle.read(1 << 20):
+                digest.update(chunk)
+    return digest.hexdigest()[:16]
+
+
+def base_model_identity(model: str) -> dict[str, Any]:
+    """Name, local path and a hash of the weights of a base model (what a result was measured on)."""
+    if model == TINY_TEST_MODEL:
+        return {"name": model, "source": "built in-process by agents.models.tiny_test_model (fixed weights)"}
+    path = Path(resolve_model(model)).expanduser()
+    if not path.is_dir():
+        return {"name": model, "source": "model hub id (weights not hashed)"}
+    weights = list(path.glob("*.safetensors")) or list(path.glob("*.bin"))
+    return {"name": model, "path": str(path), "weights_sha256": _sha256_of(weights) if weights else None}
+
+
+class PolicyBank:
+    """Builds every policy an evaluation needs once, and binds them to the roles of any env.
+
+    Models load lazily on first use: a table of scripted rows never imports torch.
+    """
+
+    def __init__(self, config: EvalConfig) -> None:
+        self.config = config
+        self.checkpoint_path = self._checkpoint_path(config)
+        self._trained: Any = None
+        self._base: Any = None
+        self._oracle = OraclePolicy()
+        self._random = RandomPolicy(seed=0)
+
+    @staticmethod
+    def _checkpoint_path(config: EvalConfig) -> str | None:
+        if config.adapters is not None:
+            return config.adapters
+        return config.model if is_training_run(config.model) else None
+
+    # ------------------------------------------------------------------ models
+    def _backend_fields(self) -> dict[str, Any]:
+        c = self.config
+        return {"vllm_memory": c.vllm_memory, "vllm_kv_cache_gib": c.vllm_kv_cache_gib}
+
+    def trained(self) -> Any:
+        """The ``trainers.teams.TrainedTeam`` of the checkpoint (loaded once)."""
+        if self._trained is None:
+            from trainers.teams import load_trained_team
+
+            try:
+                trained = load_trained_team(
+                    self.checkpoint_path,
+                    backend=self.config.backend,
+                    device=self.config.device,
+                    **self._backend_fields(),
+                )
+            except FileNotFoundError as err:
+                raise ConfigError(str(err)) from None
+            self._check_run(trained.config)
+            self._trained = trained
+        return self._trained
+
+    def _check_run(self, run: Any) -> None:
+        c = self.config
+        if c.adapters is not None and not run.lora:
+            raise ConfigError(
+                f"adapters={c.adapters!r}: that run trained full weights (lora=False), not adapters; "
+                f"pass it as --model {c.adapters}"
+            )
+        if c.adapters is not None and c.model != run.model:
+            raise ConfigError(
+                f"adapters={c.adapters!r} were trained on model {run.model!r}, but --model is {c.model!r}; "
+                f"pass --model {run.model}"
+            )
+        if c.policy is not None and c.policy != run.policy:
+            raise ConfigError(
+                f"policy={c.policy!r}, but run {self.checkpoint_path} trained policy={run.policy!r}; "
+                f"pass --policy {run.policy} (or drop --policy)"
+            )
+
+    @property
+    def base_model_name(self) -> str:
+        return self.trained().config.model if self.checkpoint_path else self.config.model
+
+    def base(self) -> Any:
+        """The untrained base model as one shared policy (loaded once)."""
+        if self._base is None:
+            from trainers.teams import policy_maker
+
+            c = self.config
+            fields = {"model": self.base_model_name, "backend": c.backend, "device": c.device}
+            self._base = policy_maker(SimpleNamespace(**fields, **self._backend_fields()))()
+        return self._base
+
+    # ------------------------------------------------------------------ binding
+    def _binding(self, kind: str, role: str) -> RoleBinding:
+        prefix = self.config.response_prefix
+        if kind == "oracle":
+            return RoleBinding(self._oracle)
+        if kind == "random":
+            return RoleBinding(self._random)
+        if kind == "model" and self.checkpoint_path:
+            try:
+                return self.trained().binding(role)
+            except ValueError as err:
+                raise NotApplicable(str(err)) from None
+        if kind == "base" and self.checkpoint_path and self._trained_base_shares_weights():
+            # LoRA runs: the trained policy with its adapters switched off is the base model.
+            return RoleBinding(self.trained().binding(role).policy, None, None, prefix)
+        return RoleBinding(self.base(), None, None, prefix)
+
+    def _trained_base_shares_weights(self) -> bool:
+        binding = next(iter(self.trained().bindings.values()))
+        policy = binding.policy
+        # vLLM merged serving cannot serve the base weights next to the merged ones.
+        return self.trained().config.lora and not getattr(policy, "merged", False)
+
+    def team(self, spec: TeamSpec, env: Any) -> Team:
+        """``spec``'s team on ``env``'s roles.
+
+        Raises:
+            NotApplicable: The env lacks what a policy needs (an exact solver for ``oracle``,
+                trained weights for a role).
+        """
+        kinds = spec.kinds(env.roles)
+        unknown = sorted(set(dict(spec.overrides)) - set(env.roles))
+        if unknown:
+            raise NotApplicable(f"roles {unknown} are not roles of this env team ({list(env.roles)})")
+        if "oracle" in kinds.values() and not callable(getattr(env, "oracle_response", None)):
+            raise NotApplicable(f"{type(env).__name__} has no exact solver (oracle_response)")
+        return Team(env, {role: self._binding(kind, role) for role, kind in kinds.items()})
+
+    # ------------------------------------------------------------------ provenance
+    def identity(self) -> dict[str, Any]:
+        """What the ``model`` and ``base`` policies are, for the results file."""
+        if not self.checkpoint_path:
+            return {"model": base_model_identity(self.config.model)}
+        trained = self.trained()
+        run = trained.config
+        return {
+            "model": {
+                "run_dir": str(trained.run_dir),
+                "checkpoint": str(trained.checkpoint),
+                "step": trained.step,
+                "weights_sha256": _sha256_of([trained.checkpoint / "weights.safetensors"]),
+                "trained": {k: getattr(run, k) for k in ("env", "team", "algo", "policy", "lora", "seed")},
+            },
+            "base": base_model_identity(run.model),
+        }

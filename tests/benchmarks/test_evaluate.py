@@ -1,0 +1,251 @@
+"""``python -m benchmarks.evaluate``: suites, baseline rows, mixed teams, pass@k, difficulty
+columns, split hygiene, reproducibility, the files it writes, checkpoints, the real model."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+import envs
+from benchmarks.eval_config import ConfigError, EvalConfig
+from benchmarks.evaluate import main, run_evaluation, select_columns
+from tests.trainers.conftest import EvenPlanEnv
+from tests.trainers.test_teams import TEST_ENV, train_tiny
+from trainers.run_log import read_jsonl
+
+PLANNING = ["plan_path-v0", "sokoban-v0", "sudoku-v0"]
+
+
+def tiny(tmp_path, *args, name="run"):
+    """Command-line args of a quick evaluation with the tiny model."""
+    base = f"--model tiny-test --episodes 3 --seeds 0 1 --max-new-tokens 2 --no-progress --run-name {name}"
+    return [*base.split(), "--output-dir", str(tmp_path), *args]  # later options win
+
+
+def per_seed(results):
+    """Every cell's per-seed metrics, comparable with == (NaN, e.g. no turns to success, as None)."""
+    return {(c.row, c.column.label): json.dumps(c.per_seed, sort_keys=True) for c in results.cells}
+
+
+@pytest.fixture(scope="module")
+def planning(tmp_path_factory):
+    out = tmp_path_factory.mktemp("eval")
+    return main(tiny(out, "--suite", "planning", "--team", "mas"))
+
+
+# ---------------------------------------------------------------------------- the suite
+def test_planning_suite_rows_columns_and_baselines(planning, capsys):
+    assert [c.env_id for c in planning.columns] == PLANNING
+    assert planning.rows == ["random mas", "oracle mas", "tiny-test single", "tiny-test mas"]
+    for env_id in PLANNING:
+        oracle = planning.cell("oracle mas", env_id, "easy")
+        random = planning.cell("random mas", env_id, "easy")
+        assert oracle.mean["success"] == 1.0 and oracle.mean["invalid_rate"] == 0.0
+        assert random.mean["success"] < 0.5  # random legal moves rarely solve a level
+        assert oracle.seeds == [0, 1] and len(oracle.per_seed) == 2
+        model = planning.cell("tiny-test mas", env_id, "easy")
+        assert model.mean["tokens_per_episode"] > 0 and "return/planner" in model.mean
+        assert "return/solver" in planning.cell("tiny-test single", env_id, "easy").mean
+
+
+def test_seeds_play_disjoint_held_out_task_blocks(planning):
+    cell = planning.cell("oracle mas", "sokoban")
+    assert cell.tasks == [envs.split_seeds("test", 3), envs.split_seeds("test", 3, start=3)]
+
+
+def test_results_files(planning):
+    out = planning.out_dir
+    data = json.loads((out / "results.json").read_text())
+    assert data["config"]["suite"] == "planning" and data["config"]["episodes"] == 3
+    assert data["versions"]["torch"] and data["versions"]["pettingzoo"] and data["versions"]["python"]
+    assert data["models"]["model"]["name"] == "tiny-test"
+    assert data["envs"]["sokoban-v0 (easy)"]["id"] == "sokoban-v0"
+    assert data["envs"]["sokoban-v0 (easy)"]["kwargs"] == {"difficulty": "easy", "max_cycles": 2}
+    assert data["protocol"]["split"] == "test"
+    assert len(data["cells"]) == 4 * 3
+    oracle = next(c for c in data["cells"] if c["row"] == "oracle mas" and c["env"] == "sudoku-v0")
+    assert oracle["mean"]["success"] == 1.0 and len(oracle["per_seed"]) == 2
+    assert oracle["mean"]["turns_to_success"] >= 1.0
+    unsolved = next(c for c in data["cells"] if c["row"] == "tiny-test mas" and c["env"] == "sudoku-v0")
+    assert unsolved["mean"]["turns_to_success"] is None  # NaN is written as null
+    markdown = (out / "results.md").read_text()
+    assert "### success rate" in markdown and "| oracle mas | 1.000 ± 0.000 |" in markdown
+    assert "| team | plan_path-v0 (easy) | sokoban-v0 (easy) | sudoku-v0 (easy) |" in markdown
+    for plot in ("success", "invalid_rate", "tokens_per_episode"):
+        assert (out / "plots" / f"{plot}.png").stat().st_size > 1000
+    assert len(list((out / "transcripts").glob("*.md"))) == 12
+
+
+def test_same_seeds_same_numbers(planning, tmp_path):
+    quick = dict(model="tiny-test", episodes=3, max_new_tokens=2, progress=False, output_dir=str(tmp_path))
+    again = run_evaluation(EvalConfig(suite="planning", seeds=(0, 1), **quick))
+    assert per_seed(again) == per_seed(planning)
+    other = run_evaluation(EvalConfig(env=("sokoban",), seeds=(2,), **quick))
+    assert other.cell("oracle mas", "sokoban", "easy").tasks == [envs.split_seeds("test", 3, start=6)]
+
+
+def test_the_table_is_printed(tmp_path, capsys):
+    main(tiny(tmp_path, "--env", "plan_path", "--baselines", "oracle"))
+    printed = capsys.readouterr().out
+    assert "### success rate" in printed and "| oracle mas |" in printed and "results.json" in printed
+
+
+# ---------------------------------------------------------------------------- team rows
+def test_roles_mix_policies_in_one_flag(tmp_path):
+    args = ("--env", "plan_path", "--baselines", "--roles", "planner=random", "executor=oracle")
+    results = main(tiny(tmp_path, *args))
+    assert results.rows == ["tiny-test mas (executor=oracle, planner=random)"]
+    cell = results.cell(results.rows[0], "plan_path", "easy")
+    assert cell.mean["success"] == 1.0  # the executor's moves decide; the planner only advises
+    assert cell.mean["tokens_per_episode"] == 0.0  # no model played
+    swapped = main(tiny(tmp_path, *args[:3], "--roles", "planner=oracle", "executor=random", name="swapped"))
+    assert swapped.cell(swapped.rows[0], "plan_path", "easy").mean["success"] < 1.0
+
+
+def test_rows_that_cannot_play_an_env_are_na(tmp_path):
+    class SuiteEnv(EvenPlanEnv):  # no oracle, no sizes, in a suite of its own
+        metadata = {**EvenPlanEnv.metadata, "name": "suite_env_v0", "suite": "testsuite"}
+
+    envs.register("test/suite_env-v0", SuiteEnv)
+    results = main(tiny(tmp_path, "--suite", "testsuite", "--max-new-tokens", "1"))
+    assert [c.env_id for c in results.columns] == ["test/suite_env-v0"]  # found through its metadata
+    assert "exact solver" in results.cell("oracle mas", "test/suite_env").skipped
+    assert results.cell("tiny-test mas", "test/suite_env").skipped is None
+    assert "| oracle mas | n/a |" in results.markdown
+
+
+# ---------------------------------------------------------------------------- pass@k, difficulty
+def test_samples_give_pass_at_k(tmp_path):
+    args = ("--env", "sokoban", "--samples", "4", "--temperature", "1.0", "--baselines", "random")
+    results = main(tiny(tmp_path, *args))
+    mean = results.cell("random mas", "sokoban", "easy").mean
+    assert {"pass@1", "pass@2", "pass@4", "avg@4"} <= set(mean)
+    assert mean["pass@1"] == pytest.approx(mean["success"]) and mean["avg@4"] == mean["success"]
+    assert mean["pass@1"] <= mean["pass@2"] <= mean["pass@4"]
+    assert "### pass@4 (unbiased estimator)" in results.markdown
+    assert (results.out_dir / "plots" / "pass_at_k.png").is_file()
+
+
+def test_every_difficulty_is_a_column(tmp_path):
+    results = main(tiny(tmp_path, "--env", "sokoban", "--difficulty", "all", "--baselines", "oracle",
+                        "--episodes", "2", "--seeds", "0", "--max-new-tokens", "1"))  # fmt: skip
+    assert [c.difficulty for c in results.columns] == ["easy", "medium", "hard"]
+    for difficulty in ("easy", "medium", "hard"):
+        assert results.cell("oracle mas", "sokoban", difficulty).mean["success"] == 1.0
+    header = json.loads((results.out_dir / "results.json").read_text())["envs"]
+    assert header["sokoban-v0 (easy)"]["max_cycles"] == 2  # the trainer preset's horizon
+    assert header["sokoban-v0 (hard)"]["max_cycles"] == envs.spec("sokoban").max_cycles  # long enough
+    assert (results.out_dir / "plots" / "difficulty.png").is_file()
+    assert math.isnan(results.cell("oracle mas", "sokoban", "hard").se["success"])  # one seed: no s.e.
+
+
+# ---------------------------------------------------------------------------- errors
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ([], "exactly one of --env"),
+        (["--env", "sokoban", "--suite", "planning"], "exactly one of --env"),
+        (["--suite", "nosuchsuite"], "suites with envs: planning"),
+        (["--env", "sokobann"], "Did you mean"),
+        (["--env", "sokoban", "--split", "train"], "only plays held-out tasks"),
+        (["--env", "sokoban", "--task-seeds", "5"], "evaluation never plays training tasks"),
+        (["--env", "sokoban", "--difficulty", "extreme"], "not a preset of sokoban-v0"),
+        (["--env", "sokoban", "--samples", "4", "--temperature", "0"], "identical greedy"),
+        (["--env", "sokoban", "--roles", "planner=wizard"], "ROLE=POLICY"),
+        (["--env", "sokoban", "--baselines", "bogus"], "baselines ['bogus'] are unknown"),
+        (["--env", "sokoban", "--seeds"], "seeds is empty"),
+        (["--env", "sokoban", "--env-kwargs", '{"split": "train"}'], "may not set 'split'"),
+        (["--env", "sokoban", "--adapters", "/nonexistent/run"], "not a training run"),
+    ],
+)
+def test_config_errors_exit_2_with_the_fix(tmp_path, capsys, args, message):
+    argv = [*args, "--model", "tiny-test", "--no-progress", "--output-dir", str(tmp_path)]
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv)
+    assert exit_info.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_select_columns_takes_the_latest_version():
+    columns = select_columns(EvalConfig(env=("sokoban", "plan_path-v0")))
+    assert [(c.env_id, c.difficulty) for c in columns] == [("sokoban-v0", "easy"), ("plan_path-v0", "easy")]
+    with pytest.raises(ConfigError):
+        EvalConfig(env=("sokoban",), task_seeds=(1,))
+
+
+# ---------------------------------------------------------------------------- checkpoints
+@pytest.fixture(scope="module")
+def trained_run(tmp_path_factory):
+    return train_tiny(tmp_path_factory.mktemp("train"))
+
+
+def checkpoint_args(tmp_path, *args, name="run"):
+    base = f"--env {TEST_ENV} --episodes 4 --seeds 0 --max-new-tokens 1 --no-progress --run-name {name}"
+    return [*base.split(), "--response-prefix", "", "--output-dir", str(tmp_path), *args]
+
+
+def test_a_checkpoint_reproduces_the_runs_held_out_evaluation(trained_run, tmp_path):
+    """Seed 0 plays the trainer's eval tasks with its sampler seed: the same numbers."""
+    results = main(checkpoint_args(tmp_path, "--model", str(trained_run), "--baselines"))
+    assert results.rows == ["run mas"]
+    mean = results.cell("run mas", TEST_ENV.split(":")[1]).mean
+    logged = read_jsonl(trained_run / "eval.jsonl")[-1]
+    for key in ("success", "invalid_rate", "return/planner", "return/executor", "episode_length"):
+        assert mean[key] == pytest.approx(logged[key]), key
+    identity = json.loads((results.out_dir / "results.json").read_text())["models"]
+    assert identity["model"]["step"] == 1 and len(identity["model"]["weights_sha256"]) == 16
+    assert identity["model"]["trained"]["policy"] == "per_role" and identity["base"]["name"] == "tiny-test"
+    via_adapters = main(checkpoint_args(tmp_path, "--model", "tiny-test", "--adapters", str(trained_run),
+                                        "--baselines", name="adapters"))  # fmt: skip
+    assert per_seed(via_adapters) == per_seed(results)
+
+
+def test_base_role_switches_the_adapters_off(trained_run, tmp_path):
+    args = ("--model", str(trained_run), "--baselines", "mas", "--roles", "planner=base", "executor=base")
+    results = main(checkpoint_args(tmp_path, *args))
+    base = main(checkpoint_args(tmp_path, "--model", "tiny-test", "--baselines", name="base"))
+    env_id = TEST_ENV.split(":")[1]
+    assert (
+        results.cell("run mas (executor=base, planner=base)", env_id).per_seed
+        == base.cell("tiny-test mas", env_id).per_seed
+    )
+    before = read_jsonl(trained_run / "eval.jsonl")[0]  # the run's evaluation of its initial weights
+    assert base.cell("tiny-test mas", env_id).mean["success"] == pytest.approx(before["success"])
+
+
+def test_checkpoint_mismatches_are_config_errors(trained_run, tmp_path, capsys):
+    for args, message in [
+        (("--model", str(trained_run), "--policy", "shared"), "trained policy='per_role'"),
+        (("--model", "smollm2-135m-instruct", "--adapters", str(trained_run)), "--model tiny-test"),
+        (("--model", str(trained_run), "--team", "single", "--baselines"), None),
+    ]:
+        if message is None:  # a per-role run has no solver weights: the cell is n/a, not a crash
+            results = main(checkpoint_args(tmp_path, *args, name="single"))
+            assert "no weights for role 'solver'" in results.cells[0].skipped
+            continue
+        with pytest.raises(SystemExit):
+            main(checkpoint_args(tmp_path, *args, name="bad"))
+        assert message in capsys.readouterr().err
+
+
+def test_adapters_of_a_full_weight_run_are_refused(tmp_path, capsys):
+    run = train_tiny(tmp_path / "train", "--no-lora", "--policy", "shared")
+    with pytest.raises(SystemExit):
+        main(checkpoint_args(tmp_path, "--model", "tiny-test", "--adapters", str(run)))
+    assert "trained full weights" in capsys.readouterr().err
+    results = main(checkpoint_args(tmp_path, "--model", str(run), "--baselines", name="full"))
+    assert results.cells[0].skipped is None
+
+
+# ---------------------------------------------------------------------------- real model
+@pytest.mark.slow
+def test_default_model_on_sokoban(tmp_path):
+    results = main(["--env", "sokoban", "--episodes", "2", "--seeds", "0", "1", "--baselines", "random",
+                    "--no-progress", "--output-dir", str(tmp_path)])  # fmt: skip
+    mean = results.cell("smollm2-135m-instruct mas", "sokoban", "easy").mean
+    assert 0.0 <= mean["success"] <= 1.0 and 0.0 <= mean["invalid_rate"] <= 1.0
+    assert mean["tokens_per_episode"] > 0
+    identity = json.loads((results.out_dir / "results.json").read_text())["models"]["model"]
+    assert identity["path"].endswith("smollm2-135m-instruct") and len(identity["weights_sha256"]) == 16

@@ -1,0 +1,150 @@
+"""The team a config describes: which backend's policies play the roles, and how the
+trained weights are shared among them.
+
+Used by the training command (``trainers.at_grpo``), the rollout benchmark and the
+evaluation harness (``benchmarks.evaluate``), so a team is built the same way everywhere.
+
+* ``policy_maker(config)``: a constructor of the config's backend policy (HF or vLLM).
+* ``build_team(config, env)``: the trainable team of ``config.policy`` / ``config.lora``:
+  one shared adapter, one adapter per role, one shared full model, or one model per role.
+* ``served_policies`` / ``sync_served_weights``: the policies that sample from their own
+  copy of the weights (vLLM engines) and the call that pushes new weights to them.
+* ``load_trained_team(path)``: the team a training run trained, with its checkpoint's
+  weights loaded (for evaluation).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from agents.hf import HFPolicy, LoraSettings
+from agents.team import RoleBinding, Team
+
+__all__ = [
+    "policy_maker",
+    "build_team",
+    "served_policies",
+    "sync_served_weights",
+    "TrainedTeam",
+    "load_trained_team",
+]
+
+
+def policy_maker(config: Any) -> Callable[..., Any]:
+    """A constructor of ``config.backend``'s policy on ``config.model`` (kwargs: adapters,
+    lora, name). ``config`` has the backend fields of ``trainers.config.TrainConfig``."""
+    if config.backend == "vllm":
+        from agents.vllm import VLLMPolicy, VLLMSettings
+
+        settings = VLLMSettings(
+            gpu_memory_utilization=config.vllm_memory,
+            kv_cache_gib=config.vllm_kv_cache_gib,
+            sleep=getattr(config, "vllm_sleep", False),
+            sync=getattr(config, "vllm_sync", "memory"),
+            seed=getattr(config, "seed", 0),
+        )
+        return lambda **kwargs: VLLMPolicy(config.model, device=config.device, settings=settings, **kwargs)
+    return lambda **kwargs: HFPolicy(config.model, device=config.device, **kwargs)
+
+
+def build_team(config: Any, env: Any) -> Team:
+    """The trainable team ``config.policy`` / ``config.lora`` describe, on ``config.model``
+    (``config``: a ``trainers.config.TrainConfig``)."""
+    lora = LoraSettings(r=config.lora_rank, alpha=config.lora_alpha)
+    prefix, roles = config.response_prefix, env.roles
+    make_policy = policy_maker(config)
+    if config.policy == "shared" and config.lora:  # one adapter every role trains
+        policy = make_policy(adapters=("shared",), lora=lora)
+        return Team(env, {role: RoleBinding(policy, "shared", None, prefix) for role in roles})
+    if config.policy == "shared":
+        return Team.shared(env, make_policy(), response_prefix=prefix)
+    if config.lora:  # one adapter per role on one base model
+        return Team.per_role(env, make_policy(adapters=roles, lora=lora), response_prefix=prefix)
+    models = {role: make_policy(name=f"{role}-model") for role in roles}  # vLLM: one engine each
+    return Team.per_role_models(env, models, response_prefix=prefix)
+
+
+def served_policies(team: Team) -> list[Any]:
+    """The team's policies that sample from their own copy of the trained weights (vLLM
+    engines): they must be synced after every update to stay on-policy."""
+    return [policy for policy in team.policies if callable(getattr(policy, "sync_weights", None))]
+
+
+def sync_served_weights(team: Team) -> float:
+    """Push the trained weights to every engine of the team; the seconds it took."""
+    return sum(policy.sync_weights() for policy in served_policies(team))
+
+
+@dataclass(frozen=True)
+class TrainedTeam:
+    """The policies a training run trained, with a checkpoint's weights loaded.
+
+    Attributes:
+        config: The run's ``TrainConfig`` (its ``config.json``; backend as loaded).
+        run_dir: The run directory.
+        checkpoint: The checkpoint directory the weights came from.
+        step: Training steps done at that checkpoint.
+        bindings: Role -> ``RoleBinding`` of the team the run trained.
+    """
+
+    config: Any
+    run_dir: Path
+    checkpoint: Path
+    step: int
+    bindings: Mapping[str, RoleBinding]
+
+    def binding(self, role: str) -> RoleBinding:
+        """What plays ``role``: its trained binding; a shared run's weights play any role.
+
+        Raises:
+            ValueError: A per-role run has no weights for ``role``.
+        """
+        if role in self.bindings:
+            return self.bindings[role]
+        if self.config.policy == "shared":
+            return next(iter(self.bindings.values()))
+        raise ValueError(
+            f"run {self.run_dir} trained one policy per role for roles {sorted(self.bindings)} "
+            f"({self.config.env}, team {self.config.team!r}); it has no weights for role {role!r}. "
+            "Evaluate the team it trained, or give that role another policy (e.g. --roles "
+            f"{role}=base)"
+        )
+
+
+def load_trained_team(
+    path: str | Path, *, backend: str | None = None, device: str | None = None, **backend_fields: Any
+) -> TrainedTeam:
+    """Rebuild the team a run trained and load its weights.
+
+    Args:
+        path: A run directory (its newest checkpoint) or one checkpoint directory.
+        backend: ``"hf"`` or ``"vllm"`` (None: the run's own backend).
+        device: Torch device (None: the run's).
+        **backend_fields: Other ``TrainConfig`` backend fields to override, e.g.
+            ``vllm_memory=0.5``.
+
+    Raises:
+        FileNotFoundError: ``path`` is no run or checkpoint (``find_checkpoint``).
+        ValueError: The checkpoint does not fit the team its config describes.
+    """
+    import envs
+    from trainers.checkpoint import find_checkpoint, load_weights
+    from trainers.cli import config_from_dict
+    from trainers.config import TrainConfig
+    from trainers.learner import Learner
+
+    run_dir, checkpoint = find_checkpoint(path)
+    config = config_from_dict(TrainConfig, json.loads((run_dir / "config.json").read_text()))
+    overrides = {"backend": backend or config.backend, "device": device or config.device, **backend_fields}
+    config = dataclasses.replace(config, resume=None, **overrides)
+    env = envs.make(config.env, team=config.team, **config.env_kwargs)
+    team = build_team(config, env)
+    load_weights(checkpoint, Learner(team))  # the learner only names the trained parameters
+    sync_served_weights(team)
+    step = int(json.loads((checkpoint / "state.json").read_text())["step"])
+    return TrainedTeam(config, run_dir, checkpoint, step, dict(team.bindings))
