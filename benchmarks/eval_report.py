@@ -188,7 +188,8 @@ def _save(fig: Any, path: Path) -> None:
 def _bars(cells: dict, rows: list[str], columns: list[Column], key: str, title: str, path: Path) -> None:
     from matplotlib.figure import Figure
 
-    fig = Figure(figsize=(max(6.4, 1.6 * len(columns) * max(1, len(rows)) / 3), 4.4), layout="constrained")
+    # Width: about 0.55 in per bar plus room for the legend on the right.
+    fig = Figure(figsize=(4.5 + max(3.0, 0.55 * len(columns) * len(rows)), 4.6), layout="constrained")
     ax = fig.subplots()
     width = 0.8 / max(1, len(rows))
     x = np.arange(len(columns))
@@ -213,7 +214,7 @@ def _curves(panels: list[tuple[str, list[str], dict[str, tuple[list[float], list
     """One axes per panel (title, x tick labels, row -> (x, mean, se)) with error-bar curves."""
     from matplotlib.figure import Figure
 
-    fig = Figure(figsize=(5.2 * len(panels), 4.2), layout="constrained")
+    fig = Figure(figsize=(3.5 + 4.5 * len(panels), 4.2), layout="constrained")
     axes = fig.subplots(1, len(panels), squeeze=False)[0]
     for ax, (title, ticks, series) in zip(axes, panels, strict=True):
         for row, (xs, means, errors) in series.items():
@@ -243,7 +244,7 @@ def write_plots(
     written = []
     for key in ("success", "invalid_rate", "tokens_per_episode"):
         path = plots / f"{key}.png"
-        _bars(by_key, rows, columns, key, f"{METRIC_TITLES[key]} (mean ± s.e. over seeds)", path)
+        _bars(by_key, rows, columns, key, f"{METRIC_TITLES[key]}\nmean ± s.e. over seeds", path)
         written.append(path)
     pass_keys = sorted({k for c in cells for m in c.per_seed for k in m if k.startswith("pass@")},
                        key=lambda k: int(k.split("@")[1]))  # fmt: skip

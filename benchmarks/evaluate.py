@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import dataclasses
 import platform
+import shlex
 import sys
 import time
 from collections.abc import Sequence
@@ -235,7 +236,7 @@ def package_versions() -> dict[str, str | None]:
 
 
 def _header(
-    config: EvalConfig, bank: PolicyBank, rows: list[TeamSpec], columns: list[Column]
+    config: EvalConfig, bank: PolicyBank, rows: list[TeamSpec], columns: list[Column], command: str | None
 ) -> dict[str, Any]:
     env_info = {}
     for column in columns:
@@ -250,7 +251,7 @@ def _header(
         }
     return {
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "command": "python -m benchmarks.evaluate " + " ".join(sys.argv[1:]),
+        "command": command,
         "config": config_to_dict(config),
         "versions": package_versions(),
         "models": bank.identity() if any(row.uses_model for row in rows) else {},
@@ -279,8 +280,9 @@ def _out_dir(config: EvalConfig) -> Path:
 
 
 # ---------------------------------------------------------------------------- the run
-def run_evaluation(config: EvalConfig) -> EvalResults:
-    """Evaluate every row on every column (module docstring) and write the results."""
+def run_evaluation(config: EvalConfig, command: str | None = None) -> EvalResults:
+    """Evaluate every row on every column (module docstring) and write the results
+    (``command``: the command line, recorded in results.json)."""
     from tqdm.auto import tqdm
 
     columns = select_columns(config)
@@ -305,7 +307,7 @@ def run_evaluation(config: EvalConfig) -> EvalResults:
         "n/a: the team cannot play that env."
     )
     markdown = markdown_tables(cells, [r.name for r in rows], columns, note)
-    write_results(out_dir, _header(config, bank, rows, columns), cells, markdown)
+    write_results(out_dir, _header(config, bank, rows, columns, command), cells, markdown)
     if config.plots:
         write_plots(out_dir, cells, [r.name for r in rows], columns)
     return EvalResults(out_dir, [r.name for r in rows], columns, cells, markdown)
@@ -322,7 +324,8 @@ def main(argv: Sequence[str] | None = None) -> EvalResults:
     )
     try:
         config = EvalConfig(**overrides)
-        results = run_evaluation(config)
+        args = sys.argv[1:] if argv is None else list(argv)
+        results = run_evaluation(config, command=shlex.join(["python", "-m", "benchmarks.evaluate", *args]))
     except ConfigError as err:
         print(f"python -m benchmarks.evaluate: error: {err}", file=sys.stderr)
         raise SystemExit(2) from None

@@ -11,8 +11,10 @@ import pytest
 import envs
 from benchmarks.eval_config import ConfigError, EvalConfig
 from benchmarks.evaluate import main, run_evaluation, select_columns
+from tests.envs.conftest import import_readme_example
 from tests.trainers.conftest import EvenPlanEnv
 from tests.trainers.test_teams import TEST_ENV, train_tiny
+from trainers.cli import field_docs
 from trainers.run_log import read_jsonl
 
 PLANNING = ["plan_path-v0", "sokoban-v0", "sudoku-v0"]
@@ -59,6 +61,9 @@ def test_results_files(planning):
     out = planning.out_dir
     data = json.loads((out / "results.json").read_text())
     assert data["config"]["suite"] == "planning" and data["config"]["episodes"] == 3
+    assert (
+        data["command"].startswith("python -m benchmarks.evaluate ") and "--suite planning" in data["command"]
+    )
     assert data["versions"]["torch"] and data["versions"]["pettingzoo"] and data["versions"]["python"]
     assert data["models"]["model"]["name"] == "tiny-test"
     assert data["envs"]["sokoban-v0 (easy)"]["id"] == "sokoban-v0"
@@ -116,6 +121,16 @@ def test_rows_that_cannot_play_an_env_are_na(tmp_path):
     assert "| oracle mas | n/a |" in results.markdown
 
 
+def test_the_readme_example_env_is_evaluated_like_a_built_in(tmp_path):
+    import_readme_example(tmp_path)
+    results = main(tiny(tmp_path, "--env", "guess_env:mylab/guess", "--max-new-tokens", "16"))
+    assert [c.env_id for c in results.columns] == ["mylab/guess-v0"]
+    assert results.cell("oracle mas", "mylab/guess").skipped  # it has no exact solver
+    for row in ("random mas", "tiny-test single", "tiny-test mas"):
+        assert results.cell(row, "mylab/guess").skipped is None
+        assert 0.0 <= results.cell(row, "mylab/guess").mean["success"] <= 1.0
+
+
 # ---------------------------------------------------------------------------- pass@k, difficulty
 def test_samples_give_pass_at_k(tmp_path):
     args = ("--env", "sokoban", "--samples", "4", "--temperature", "1.0", "--baselines", "random")
@@ -142,6 +157,18 @@ def test_every_difficulty_is_a_column(tmp_path):
 
 
 # ---------------------------------------------------------------------------- errors
+def test_help_lists_every_field_and_group(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--help"])
+    assert exit_info.value.code == 0
+    text = capsys.readouterr().out
+    for name, doc in field_docs(EvalConfig).items():
+        assert "--" + name.replace("_", "-") in text
+        assert doc.doc.split()[0] in text
+    for group in ("envs:", "team:", "sampling:", "output:"):
+        assert group in text
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
@@ -249,3 +276,22 @@ def test_default_model_on_sokoban(tmp_path):
     assert mean["tokens_per_episode"] > 0
     identity = json.loads((results.out_dir / "results.json").read_text())["models"]["model"]
     assert identity["path"].endswith("smollm2-135m-instruct") and len(identity["weights_sha256"]) == 16
+
+
+@pytest.mark.slow
+@pytest.mark.vllm
+def test_a_trained_checkpoint_on_the_vllm_backend_matches_hf(tmp_path):
+    """A run of the training command, evaluated on both backends: the same greedy episodes."""
+    from trainers.at_grpo import main as train_main
+
+    train = "--env sokoban --steps 1 --tasks-per-step 2 --eval-tasks 2 --no-progress --run-name trained"
+    train_main([*train.split(), "--output-dir", str(tmp_path)])
+    run = tmp_path / "trained"
+    common = ["--env", "sokoban", "--model", str(run), "--episodes", "2", "--seeds", "0", "--baselines",
+              "--no-progress", "--output-dir", str(tmp_path)]  # fmt: skip
+    hf = main([*common, "--run-name", "hf"])
+    vllm = main([*common, "--run-name", "vllm", "--backend", "vllm"])
+    hf_cell, vllm_cell = hf.cell("trained mas", "sokoban"), vllm.cell("trained mas", "sokoban")
+    for key in ("success", "invalid_rate", "tokens_per_episode", "return/planner", "return/executor"):
+        assert vllm_cell.mean[key] == pytest.approx(hf_cell.mean[key]), key
+    assert vllm_cell.mean["success"] == pytest.approx(read_jsonl(run / "eval.jsonl")[-1]["success"])
