@@ -13,7 +13,7 @@ from typing import Literal
 
 from agents.models import DEFAULT_MODEL
 from envs.splits import TEST_SEED_COUNT, TEST_SEED_START
-from trainers.config import ENV_PRESETS, GENERIC_PRESET, ConfigError
+from trainers.config import ENV_PRESETS, GENERIC_PRESET, ConfigError, check_backend_fields
 
 __all__ = ["EvalConfig", "ConfigError", "POLICY_KINDS", "BASELINES", "preset_for"]
 
@@ -164,14 +164,4 @@ def _validate(config: EvalConfig) -> None:
                 "difficulty": "use --difficulty",
             }
             raise ConfigError(f"env_kwargs may not set {reserved!r}; {fix[reserved]}")
-    if config.backend == "vllm" and config.model == "tiny-test":
-        raise ConfigError(
-            "backend='vllm' cannot load model='tiny-test' (built in-process, no model directory); "
-            "pass --backend hf, or --model smollm2-135m-instruct"
-        )
-    if not 0 < config.vllm_memory <= 1:
-        raise ConfigError(f"vllm_memory={config.vllm_memory} must be in (0, 1]; pass e.g. --vllm-memory 0.3")
-    if config.vllm_kv_cache_gib <= 0:
-        raise ConfigError(
-            f"vllm_kv_cache_gib={config.vllm_kv_cache_gib} must be > 0; pass e.g. --vllm-kv-cache-gib 2"
-        )
+    check_backend_fields(config)

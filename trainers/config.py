@@ -20,7 +20,15 @@ from typing import Any, Literal
 
 from agents.models import DEFAULT_MODEL
 
-__all__ = ["TrainConfig", "ALGO_PRESETS", "ENV_PRESETS", "GENERIC_PRESET", "resolve_config", "ConfigError"]
+__all__ = [
+    "TrainConfig",
+    "ALGO_PRESETS",
+    "ENV_PRESETS",
+    "GENERIC_PRESET",
+    "resolve_config",
+    "check_backend_fields",
+    "ConfigError",
+]
 
 
 class ConfigError(ValueError):
@@ -200,13 +208,13 @@ def _positive(config: TrainConfig, name: str, minimum: int | float = 1, hint: st
         raise ConfigError(f"{name}={value!r} must be >= {minimum}; pass e.g. {flag} {max(minimum, 1)}{hint}")
 
 
-def _validate(config: TrainConfig) -> None:
-    for name in ("num_generations", "tasks_per_step", "max_new_tokens", "steps", "eval_tasks"):
-        _positive(config, name)
-    for name in ("checkpoint_every", "keep_checkpoints", "lora_rank", "lora_alpha", "micro_batch_tokens"):
-        _positive(config, name)
-    _positive(config, "eval_every", 0)
-    _positive(config, "transcripts", 0)
+def check_backend_fields(config: Any) -> None:
+    """Validate the generation-backend fields (``backend``, ``model``, ``vllm_memory``,
+    ``vllm_kv_cache_gib``) that training and evaluation configs share.
+
+    Raises:
+        ConfigError: Naming the field and the fix.
+    """
     if config.backend not in ("hf", "vllm"):
         raise ConfigError(f"backend={config.backend!r} is not a backend; pass --backend hf or --backend vllm")
     if config.backend == "vllm" and config.model == "tiny-test":
@@ -220,6 +228,16 @@ def _validate(config: TrainConfig) -> None:
         raise ConfigError(
             f"vllm_kv_cache_gib={config.vllm_kv_cache_gib} must be > 0; pass e.g. --vllm-kv-cache-gib 2"
         )
+
+
+def _validate(config: TrainConfig) -> None:
+    for name in ("num_generations", "tasks_per_step", "max_new_tokens", "steps", "eval_tasks"):
+        _positive(config, name)
+    for name in ("checkpoint_every", "keep_checkpoints", "lora_rank", "lora_alpha", "micro_batch_tokens"):
+        _positive(config, name)
+    _positive(config, "eval_every", 0)
+    _positive(config, "transcripts", 0)
+    check_backend_fields(config)
     if config.temperature is not None and config.temperature <= 0:
         raise ConfigError(
             f"temperature={config.temperature} must be > 0: training samples must come from a distribution "
