@@ -160,14 +160,17 @@ def markdown_tables(cells: Sequence[Cell], rows: Sequence[str], columns: Sequenc
     return "\n".join(parts) + "\n"
 
 
-def write_results(out_dir: Path, header: dict[str, Any], cells: Sequence[Cell], markdown: str) -> Path:
-    """Writes ``results.json`` (header: config, versions, models, envs; then every cell) and
-    ``results.md`` atomically; returns the JSON path."""
+def write_results(
+    out_dir: Path, header: dict[str, Any], cells: Sequence[Cell], markdown: str | None = None
+) -> Path:
+    """Writes ``results.json`` (header: config, versions, models, envs; then every cell) and,
+    when given, ``results.md``, each atomically; returns the JSON path."""
     out_dir.mkdir(parents=True, exist_ok=True)
     data = {**to_json(header), "cells": [_cell_json(cell) for cell in cells]}
     path = out_dir / "results.json"
     atomic_write_text(path, json.dumps(data, indent=2) + "\n")
-    atomic_write_text(out_dir / "results.md", markdown)
+    if markdown is not None:
+        atomic_write_text(out_dir / "results.md", markdown)
     return path
 
 

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import dataclasses
 import platform
+import re
 import shlex
 import sys
 import time
@@ -211,12 +212,10 @@ def _run_cell(
         cell.tasks.append([task.seed for task in tasks])
         cell.per_seed.append(benchmark_metrics(batch.episodes))
         if config.transcripts and seed == config.seeds[0]:
-            name = f"{spec.name}__{column.label}".replace("/", "_").replace(" ", "_")
-            text = render_transcripts(seed, batch.episodes, limit=config.transcripts)
-            text = text.replace(
-                f"# Evaluation transcripts, step {seed}", f"# {spec.name} on {column.label}, seed {seed}", 1
-            )
+            title = f"{spec.name} on {column.label}, seed {seed}"
+            text = render_transcripts(seed, batch.episodes, limit=config.transcripts, title=title)
             (out_dir / "transcripts").mkdir(parents=True, exist_ok=True)
+            name = re.sub(r"[^A-Za-z0-9._-]+", "_", f"{spec.name}__{column.label}").strip("_")
             atomic_write_text(out_dir / "transcripts" / f"{name}.md", text)
         bar.update(1)
     cell.seconds = time.perf_counter() - started
@@ -292,7 +291,8 @@ def run_evaluation(config: EvalConfig, command: str | None = None) -> EvalResult
         bank.trained()  # a run that does not fit the flags fails here, before anything is written
     out_dir = _out_dir(config)
     out_dir.mkdir(parents=True, exist_ok=True)
-    cells = []
+    header = _header(config, bank, rows, columns, command)
+    cells: list[Cell] = []
     total = len(rows) * len(columns) * len(config.seeds)
     with tqdm(
         total=total, unit="seed", disable=not config.progress, dynamic_ncols=True, desc="evaluate"
@@ -300,6 +300,8 @@ def run_evaluation(config: EvalConfig, command: str | None = None) -> EvalResult
         for column in columns:
             for spec in rows:
                 cells.append(_run_cell(config, bank, spec, column, out_dir, bar))
+                # Finished cells are on disk at once: an interrupted evaluation keeps them.
+                write_results(out_dir, {**header, "complete": False}, cells)
     tasks = len(config.task_seeds) or config.episodes
     note = (
         f"Mean ± standard error over {len(config.seeds)} seed(s) ({', '.join(map(str, config.seeds))}); "
@@ -307,7 +309,7 @@ def run_evaluation(config: EvalConfig, command: str | None = None) -> EvalResult
         "n/a: the team cannot play that env."
     )
     markdown = markdown_tables(cells, [r.name for r in rows], columns, note)
-    write_results(out_dir, _header(config, bank, rows, columns, command), cells, markdown)
+    write_results(out_dir, {**header, "complete": True}, cells, markdown)
     if config.plots:
         write_plots(out_dir, cells, [r.name for r in rows], columns)
     return EvalResults(out_dir, [r.name for r in rows], columns, cells, markdown)
@@ -329,6 +331,9 @@ def main(argv: Sequence[str] | None = None) -> EvalResults:
     except ConfigError as err:
         print(f"python -m benchmarks.evaluate: error: {err}", file=sys.stderr)
         raise SystemExit(2) from None
+    except KeyboardInterrupt:
+        print("\ninterrupted: the finished cells are in results.json (complete: false)", file=sys.stderr)
+        raise SystemExit(130) from None
     print(results.markdown)
     print(f"results: {results.out_dir / 'results.json'} (tables: results.md, plots: plots/)")
     return results

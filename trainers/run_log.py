@@ -224,10 +224,13 @@ def _fmt(value: Any) -> str:
     return str(value)
 
 
-def render_transcripts(step: int, episodes: Sequence[Episode], limit: int = 3) -> str:
-    """Renders the first ``limit`` episodes as Markdown (see :meth:`RunLogger.write_transcripts`)."""
+def render_transcripts(
+    step: int, episodes: Sequence[Episode], limit: int = 3, title: str | None = None
+) -> str:
+    """Renders the first ``limit`` episodes as Markdown (see :meth:`RunLogger.write_transcripts`)
+    under ``title`` (default: "Evaluation transcripts, step <step>")."""
     shown = list(episodes[:limit])
-    lines = [f"# Evaluation transcripts, step {step}", ""]
+    lines = [f"# {title or f'Evaluation transcripts, step {step}'}", ""]
     lines.append(f"Showing {len(shown)} of {len(episodes)} episode(s).")
     lines.append("")
     for number, episode in enumerate(shown, start=1):

@@ -68,7 +68,7 @@ def test_results_files(planning):
     assert data["models"]["model"]["name"] == "tiny-test"
     assert data["envs"]["sokoban-v0 (easy)"]["id"] == "sokoban-v0"
     assert data["envs"]["sokoban-v0 (easy)"]["kwargs"] == {"difficulty": "easy", "max_cycles": 2}
-    assert data["protocol"]["split"] == "test"
+    assert data["protocol"]["split"] == "test" and data["complete"] is True
     assert len(data["cells"]) == 4 * 3
     oracle = next(c for c in data["cells"] if c["row"] == "oracle mas" and c["env"] == "sudoku-v0")
     assert oracle["mean"]["success"] == 1.0 and len(oracle["per_seed"]) == 2
@@ -95,6 +95,25 @@ def test_the_table_is_printed(tmp_path, capsys):
     main(tiny(tmp_path, "--env", "plan_path", "--baselines", "oracle"))
     printed = capsys.readouterr().out
     assert "### success rate" in printed and "| oracle mas |" in printed and "results.json" in printed
+
+
+def test_an_interrupted_evaluation_keeps_its_finished_cells(tmp_path, monkeypatch, capsys):
+    import benchmarks.evaluate as evaluate
+
+    real, calls = evaluate._run_cell, []
+
+    def interrupted_after_two(*args, **kwargs):
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(evaluate, "_run_cell", interrupted_after_two)
+    with pytest.raises(SystemExit) as exit_info:
+        main(tiny(tmp_path, "--env", "sokoban"))
+    assert exit_info.value.code == 130 and "finished cells are in results.json" in capsys.readouterr().err
+    data = json.loads((tmp_path / "run" / "results.json").read_text())
+    assert data["complete"] is False and [c["row"] for c in data["cells"]] == ["random mas", "oracle mas"]
 
 
 # ---------------------------------------------------------------------------- team rows
