@@ -12,7 +12,6 @@ import envs
 from benchmarks.eval_config import ConfigError, EvalConfig
 from benchmarks.evaluate import main, run_evaluation, select_columns
 from tests.envs.conftest import import_readme_example
-from tests.trainers.conftest import EvenPlanEnv
 from tests.trainers.test_teams import TEST_ENV, train_tiny
 from trainers.cli import field_docs
 from trainers.run_log import read_jsonl
@@ -129,6 +128,10 @@ def test_roles_mix_policies_in_one_flag(tmp_path):
 
 
 def test_rows_that_cannot_play_an_env_are_na(tmp_path):
+    # Imported here, not at module level: importing it registers test envs, which must not
+    # join the conformance suite's env list when pytest collects this file first.
+    from tests.trainers.conftest import EvenPlanEnv
+
     class SuiteEnv(EvenPlanEnv):  # no oracle, no sizes, in a suite of its own
         metadata = {**EvenPlanEnv.metadata, "name": "suite_env_v0", "suite": "testsuite"}
 
