@@ -59,7 +59,7 @@ class EvalConfig:
     vllm_kv_cache_gib: float = 2.0
     """vLLM on CPU: KV cache size in GiB."""
     response_prefix: str = "<answer>"
-    """Text written as the start of every model reply (as in training); the env parses prefix + reply."""
+    """Start of each base-model reply, parsed with it, as in training (a checkpoint uses its run's)."""
 
     # --- sampling ---
     episodes: int = 16

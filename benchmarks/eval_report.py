@@ -157,6 +157,10 @@ def markdown_tables(cells: Sequence[Cell], rows: Sequence[str], columns: Sequenc
     for key, digits in (("invalid_rate", 3), ("turns_to_success", 2), ("tokens_per_episode", 1)):
         parts += ["", _table(METRIC_TITLES[key], rows, columns, by_key, _metric_text(key, digits))]
     parts += ["", _table("mean return per role", rows, columns, by_key, _returns_text)]
+    skipped = [cell for cell in cells if cell.skipped]
+    if skipped:
+        parts += ["", "n/a cells:", ""]
+        parts += [f"- {cell.row} on {cell.column.label}: {cell.skipped}" for cell in skipped]
     return "\n".join(parts) + "\n"
 
 

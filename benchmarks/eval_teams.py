@@ -17,6 +17,7 @@ model once and binds it to any env's roles.
 from __future__ import annotations
 
 import hashlib
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
@@ -88,7 +89,12 @@ def team_rows(config: EvalConfig) -> list[TeamSpec]:
 def is_training_run(path: str) -> bool:
     """``path`` is a teamgym training run directory or one of its checkpoints."""
     p = Path(path).expanduser()
-    return ((p / "state.json").is_file() and p.parent.name == "checkpoints") or (p / "checkpoints").is_dir()
+    if (p / "state.json").is_file() and p.parent.name == "checkpoints":
+        return True
+    try:  # a run's config.json is a TrainConfig (it has "algo"); a HF model's is not
+        return "algo" in json.loads((p / "config.json").read_text())
+    except (OSError, ValueError, TypeError):
+        return False
 
 
 def _sha256_of(files: list[Path]) -> str:

@@ -141,6 +141,7 @@ def test_rows_that_cannot_play_an_env_are_na(tmp_path):
     assert "exact solver" in results.cell("oracle mas", "test/suite_env").skipped
     assert results.cell("tiny-test mas", "test/suite_env").skipped is None
     assert "| oracle mas | n/a |" in results.markdown
+    assert "- oracle mas on test/suite_env-v0: SuiteEnv has no exact solver" in results.markdown
 
 
 def test_the_readme_example_env_is_evaluated_like_a_built_in(tmp_path):
@@ -277,6 +278,15 @@ def test_checkpoint_mismatches_are_config_errors(trained_run, tmp_path, capsys):
         with pytest.raises(SystemExit):
             main(checkpoint_args(tmp_path, *args, name="bad"))
         assert message in capsys.readouterr().err
+
+
+def test_a_run_without_checkpoints_is_a_clear_error(trained_run, tmp_path, capsys):
+    fresh = tmp_path / "fresh"
+    fresh.mkdir()
+    (fresh / "config.json").write_text((trained_run / "config.json").read_text())
+    with pytest.raises(SystemExit):
+        main(checkpoint_args(tmp_path, "--model", str(fresh)))
+    assert "has no complete checkpoint yet" in capsys.readouterr().err
 
 
 def test_adapters_of_a_full_weight_run_are_refused(tmp_path, capsys):
