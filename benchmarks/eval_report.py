@@ -30,6 +30,7 @@ from trainers.run_log import atomic_write_text
 __all__ = ["Cell", "Column", "summarize", "markdown_tables", "write_results", "write_plots", "to_json"]
 
 TABLE_METRICS = ("success", "pass@", "invalid_rate", "turns_to_success", "tokens_per_episode", "return/")
+RATE_METRICS = ("success", "invalid_rate")
 METRIC_TITLES = {
     "success": "success rate",
     "invalid_rate": "invalid-action rate (share of turns)",
@@ -211,6 +212,8 @@ def _bars(cells: dict, rows: list[str], columns: list[Column], key: str, title: 
     ax.set_xticks(x, [c.label for c in columns], rotation=15 if len(columns) > 3 else 0)
     ax.set_title(title)
     ax.set_ylabel(key)
+    if key in RATE_METRICS:
+        ax.set_ylim(0.0, 1.05)
     ax.grid(axis="y", alpha=0.3)
     ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
     _save(fig, path)
@@ -228,6 +231,9 @@ def _curves(panels: list[tuple[str, list[str], dict[str, tuple[list[float], list
             ax.errorbar(xs, means, yerr=errors, marker="o", capsize=3, label=row)
         if ticks:
             ax.set_xticks(range(len(ticks)), ticks)
+        else:  # numeric x (k of pass@k): a tick at every measured point
+            ax.set_xticks(sorted({x for xs, _, _ in series.values() for x in xs}))
+        ax.set_ylim(0.0, 1.05)  # both curves are rates
         ax.set_title(title)
         ax.set_xlabel(xlabel)
         ax.set_ylabel(ylabel)
