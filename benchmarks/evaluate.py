@@ -20,8 +20,8 @@ Protocol (reproducible, and explicit about what it measures):
   selection), all episodes of a (row, env, seed) batched into the same generate calls,
   with sampler seed ``EVAL_SEED + s``; greedy by default;
 * every metric is computed per seed, then reported as mean +- standard error over seeds.
-  Seed 0 with ``--episodes N --baselines --env-kwargs`` matching a training run's preset
-  reproduces that run's held-out evaluation.
+  Seed 0 of a checkpoint, with ``--episodes`` equal to its run's ``--eval-tasks``, plays
+  that run's held-out tasks with its sampler seed and settings: the numbers it logged.
 
 Output (``<output_dir>/<run_name>/``): ``results.json`` (every cell and seed, the exact
 config, package versions, model identity with a weights hash, env ids and kwargs),
