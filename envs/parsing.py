@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["extract_answer", "split_items"]
+__all__ = ["extract_answer", "extract_code", "split_items"]
 
 _OPEN = re.compile(r"<\s*answer\s*>", re.IGNORECASE)
 _CLOSE = re.compile(r"<\s*/\s*answer\s*>", re.IGNORECASE)
 _ITEM_SEPARATORS = re.compile(r"[\s,;|]+|->|=>")
+# A fence line: three backticks, then an optional language tag, then the end of the line.
+_FENCE = re.compile(r"^[ \t]*```[ \t]*([A-Za-z0-9_+-]*)[ \t]*$", re.MULTILINE)
 
 
 def extract_answer(text: str) -> str | None:
@@ -35,3 +37,26 @@ def extract_answer(text: str) -> str | None:
 def split_items(answer: str) -> list[str]:
     """Split an answer into items on commas, semicolons, bars, arrows and whitespace."""
     return [item for item in _ITEM_SEPARATORS.split(answer) if item]
+
+
+def extract_code(text: str) -> str | None:
+    """The program in a response: the last fenced block (```python ... ```, or a bare
+    ``` fence), else the content of the last ``<answer>`` block. A last fence that is never
+    closed (a reply cut at ``max_new_tokens``) yields the rest of the text; a fence tagged
+    with another language than python/py/python3 (e.g. ```text) is skipped. ``None`` when
+    there is neither a fence nor an answer block, or the code is blank.
+
+    Only slices the text: the code is run by ``envs.sandbox``, never here.
+    """
+    fences = list(_FENCE.finditer(text))
+    blocks: list[str] = []
+    index = 0
+    while index < len(fences):  # pair fences in order: opener, closer, opener, ...
+        opener = fences[index]
+        closer = fences[index + 1] if index + 1 < len(fences) else None
+        end = closer.start() if closer else len(text)
+        if opener.group(1).lower() in ("", "python", "py", "python3"):
+            blocks.append(text[opener.end() : end].strip("\n"))
+        index += 2
+    code = blocks[-1] if blocks else extract_answer(text)
+    return code if code and code.strip() else None

@@ -78,6 +78,18 @@ ENV_PRESETS: dict[str, dict[str, Any]] = {
         "eval_tasks": 16,
     },
 }
+# Reasoning envs: replies hold a program or a worked answer, so they get more tokens; the
+# sandbox runs each program in a separate process (about 0.1 s on top of generation).
+ENV_PRESETS["math"] = {
+    "env_kwargs": {"max_cycles": 2},
+    "tasks_per_step": 4,
+    "max_new_tokens": 96,
+    "temperature": 0.7,
+    "steps": 10,
+    "eval_every": 5,
+    "eval_tasks": 16,
+}
+ENV_PRESETS["code"] = {**ENV_PRESETS["math"], "max_new_tokens": 192}
 GENERIC_PRESET: dict[str, Any] = {
     "env_kwargs": {},
     "tasks_per_step": 4,

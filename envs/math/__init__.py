@@ -1,0 +1,10 @@
+"""Math reasoning: GSM-style word problems, arithmetic and algebra, with exact answer checking.
+
+* ``envs.math.data``: ``MathTask`` and ``MATH_SOURCES`` (generated training sources, the 100
+  real GSM8K test items, CHAMP, and loaders for GSM8K / MATH / generic jsonl files).
+* ``envs.math.generators``: seeded task generators (pure functions of the task seed).
+* ``envs.math.checking``: answer extraction (``\\boxed{}``, printed output) and equivalence
+  checking (exact fast path, then ``math-verify``).
+
+Nothing heavy is imported here: data files and ``math_verify`` load on first use.
+"""
