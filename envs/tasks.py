@@ -11,6 +11,9 @@ user's jsonl file). ``TaskSource.task(index)`` is the one call an env makes:
 Sources are looked up by name in a ``SourceRegistry`` (plain dict, loud on unknown names),
 or built from a file path, so ``make("math", test_source="path/to/my.jsonl")`` works.
 Loading is lazy and cached: naming a source costs nothing until a task is asked for.
+
+``SourcedEnv`` is the base of such envs: ``train_source`` / ``test_source`` arguments, the
+seed -> task mapping, and a source that is looked up rather than stored (so envs pickle).
 """
 
 from __future__ import annotations
@@ -19,9 +22,12 @@ import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import Any, ClassVar, Generic, TypeVar
 
-__all__ = ["TaskSource", "SourceRegistry", "finite_source", "generated_source"]
+from envs.core import TextAECEnv
+from envs.splits import split_range
+
+__all__ = ["TaskSource", "SourceRegistry", "SourcedEnv", "finite_source", "generated_source"]
 
 T = TypeVar("T")
 
@@ -121,3 +127,34 @@ def _cached_source(registry: SourceRegistry[Any], name: str) -> TaskSource[Any]:
 def _cached_file_source(registry: SourceRegistry[Any], path: str, mtime_ns: int) -> TaskSource[Any]:
     assert registry._load_path is not None
     return registry._load_path(Path(path))
+
+
+class SourcedEnv(TextAECEnv):
+    """A ``TextAECEnv`` whose tasks come from a ``SourceRegistry`` (``SOURCES``).
+
+    Args:
+        train_source, test_source: Source names or file paths, used by ``split="train"``
+            and ``split="test"`` envs respectively (so one set of kwargs serves a training
+            run and its held-out evaluation).
+        **kwargs: ``TextAECEnv`` arguments.
+
+    Task seed ``s`` plays item ``s - (first seed of the split)`` of the split's source.
+    """
+
+    SOURCES: ClassVar[SourceRegistry[Any]]
+    CLONE_SHARED_ATTRS: ClassVar[tuple[str, ...]] = ("spec", "task")
+
+    def __init__(self, *, train_source: str, test_source: str, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.train_source, self.test_source = str(train_source), str(test_source)
+        self.source_name = self.train_source if self.split == "train" else self.test_source
+        self.source  # noqa: B018 - fails now, not at reset, on an unknown name or a missing file
+
+    @property
+    def source(self) -> TaskSource[Any]:
+        # Looked up, not stored: a source holds closures over loaded data (not picklable);
+        # the registry caches it per process, so this is a dict lookup.
+        return self.SOURCES.get(self.source_name)
+
+    def _task_for_seed(self, task_seed: int) -> Any:
+        return self.source.task(task_seed - split_range(self.split).start)

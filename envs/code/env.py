@@ -55,8 +55,7 @@ from envs.code.data import CODE_SOURCES, DEFAULT_TEST_SOURCE, DEFAULT_TRAIN_SOUR
 from envs.code.harness import TestReport, run_function_tests, run_io_tests, run_task
 from envs.core import StepOutcome, TextAECEnv, role_of, to_ascii
 from envs.parsing import extract_code
-from envs.splits import split_range
-from envs.tasks import TaskSource
+from envs.tasks import SourcedEnv
 
 __all__ = ["CodeEnv", "parse_assert_tests", "parse_io_tests"]
 
@@ -95,7 +94,7 @@ def parse_io_tests(text: str, max_tests: int) -> list[tuple[str, str]]:
     return [(i, o) for i, o in pairs if len(i) + len(o) <= _MAX_TEST_CHARS][:max_tests]
 
 
-class CodeEnv(TextAECEnv):
+class CodeEnv(SourcedEnv):
     """Programming problems for a coder + tester team (module docstring).
 
     Args:
@@ -110,7 +109,7 @@ class CodeEnv(TextAECEnv):
     metadata: ClassVar[dict[str, Any]] = {**TextAECEnv.metadata, "name": "code_v0", "suite": "code"}
     TEAMS: ClassVar[dict[str, tuple[str, ...]]] = {"mas": ("coder", "tester"), "single": ("coder",)}
     DEFAULT_MAX_CYCLES: ClassVar[int] = 3
-    CLONE_SHARED_ATTRS: ClassVar[tuple[str, ...]] = ("spec", "task")
+    SOURCES = CODE_SOURCES
 
     def __init__(
         self,
@@ -126,27 +125,18 @@ class CodeEnv(TextAECEnv):
     ) -> None:
         # Whole programs: the base class's 4096-character cut would break many references.
         kwargs.setdefault("max_action_chars", 16_384)
-        super().__init__(**kwargs)
+        super().__init__(train_source=train_source, test_source=test_source, **kwargs)
         if not isinstance(max_tests, int) or max_tests < 1:
             raise ValueError(f"{type(self).__name__}: max_tests must be a positive int, got {max_tests!r}")
-        self.train_source, self.test_source = str(train_source), str(test_source)
-        self.source_name = self.train_source if self.split == "train" else self.test_source
-        self.source  # noqa: B018 - fails now, not at reset, on an unknown name or a missing file
         self.max_tests = max_tests
         self.success_bonus = float(success_bonus)
         self.pass_weight = float(pass_weight)
         self.valid_weight = float(valid_weight)
         self.catch_bonus = float(catch_bonus)
 
-    @property
-    def source(self) -> TaskSource[CodeTask]:
-        # Looked up, not stored: a source holds closures over loaded data (not picklable);
-        # the registry caches it per process, so this is a dict lookup.
-        return CODE_SOURCES.get(self.source_name)
-
     # ------------------------------------------------------------- TextAECEnv hooks
     def _start_task(self, task_seed: int) -> None:
-        self.task: CodeTask = self.source.task(task_seed - split_range(self.split).start)
+        self.task: CodeTask = self._task_for_seed(task_seed)
         self.code: str | None = None  # the coder's latest solution program
         self.code_passes_hidden = False
         self.tests: list[Any] = []  # the tester's latest tests

