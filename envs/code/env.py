@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import math
 import re
 from collections.abc import Hashable
 from typing import Any, ClassVar
@@ -55,6 +56,7 @@ from envs.code.data import CODE_SOURCES, DEFAULT_TEST_SOURCE, DEFAULT_TRAIN_SOUR
 from envs.code.harness import TestReport, run_function_tests, run_io_tests, run_task
 from envs.core import StepOutcome, TextAECEnv, role_of, to_ascii
 from envs.parsing import extract_code
+from envs.sandbox import SandboxLimits
 from envs.tasks import SourcedEnv
 
 __all__ = ["CodeEnv", "parse_assert_tests", "parse_io_tests"]
@@ -102,6 +104,7 @@ class CodeEnv(SourcedEnv):
             file paths, used by ``split="train"`` and ``split="test"`` envs respectively.
         max_tests: Tester tests read from one answer.
         success_bonus, pass_weight, valid_weight, catch_bonus: Reward sizes (module docstring).
+        test_timeout_s: Time budget of one test (hidden or the tester's) in the sandbox.
         **kwargs: ``TextAECEnv`` arguments (team, alpha, max_cycles, split, ...);
             ``max_action_chars`` defaults to 16384 here (whole programs).
     """
@@ -121,6 +124,7 @@ class CodeEnv(SourcedEnv):
         pass_weight: float = 1.0,
         valid_weight: float = 0.5,
         catch_bonus: float = 0.5,
+        test_timeout_s: float = 1.0,
         **kwargs: Any,
     ) -> None:
         # Whole programs: the base class's 4096-character cut would break many references.
@@ -133,6 +137,11 @@ class CodeEnv(SourcedEnv):
         self.pass_weight = float(pass_weight)
         self.valid_weight = float(valid_weight)
         self.catch_bonus = float(catch_bonus)
+        if not test_timeout_s > 0:
+            raise ValueError(
+                f"{type(self).__name__}: test_timeout_s must be > 0 seconds, got {test_timeout_s!r}"
+            )
+        self.test_timeout_s = float(test_timeout_s)
 
     # ------------------------------------------------------------- TextAECEnv hooks
     def _start_task(self, task_seed: int) -> None:
@@ -200,7 +209,8 @@ class CodeEnv(SourcedEnv):
         if code is None:
             return StepOutcome(invalid=True, feedback="No ```python code block found.")
         self.code = self._as_solution(code)
-        hidden = run_task(self.task, self.code, authoritative=False)  # per-test: a graded pass rate
+        hidden_tests = self.task.io_tests if self.task.kind == "stdio" else self.task.tests
+        hidden = self._run_tests(self.code, list(hidden_tests))  # per test: a graded pass rate
         self.code_passes_hidden = hidden.total > 0 and hidden.passed == hidden.total
         if self.code_passes_hidden and self.task.check_program:  # HumanEval: check() has the last word
             final = run_task(self.task, self.code, authoritative=True)
@@ -258,9 +268,16 @@ class CodeEnv(SourcedEnv):
         return code
 
     def _run_tests(self, solution: str, tests: list[Any]) -> TestReport:
+        """Function asserts in one sandbox run, or one run per stdin/stdout case, with
+        ``test_timeout_s`` per test: a stuck solution costs seconds, not minutes."""
+        budget = self.test_timeout_s
         if self.task.kind == "stdio":
-            return run_io_tests(solution, tests)
-        return run_function_tests(solution, tests, setup=self.task.setup)
+            return run_io_tests(solution, tests, limits=SandboxLimits(timeout_s=budget + 1.0))
+        whole = 2.0 + budget * len(tests)  # loading the solution + every test's budget
+        limits = SandboxLimits(timeout_s=whole, cpu_s=math.ceil(whole))
+        return run_function_tests(
+            solution, tests, setup=self.task.setup, limits=limits, test_timeout_s=budget
+        )
 
     def _record_failures(self, report: TestReport) -> None:
         self.failures = [

@@ -131,3 +131,12 @@ def test_oracle_solves_every_task_it_is_given(split, team):
             done = env.terminations[agent] or env.truncations[agent]
             env.step(None if done else env.oracle_response(agent))
         assert env.success, f"seed {seed}: {env.task.id}"
+
+
+def test_a_stuck_solution_costs_about_one_test_budget_per_test():
+    env = make(test_timeout_s=0.5)
+    env.step("```python\ndef has_close_elements(numbers, threshold):\n    while True:\n        pass\n```")
+    assert terms(env, "coder_0")["local/hidden_pass"] == 0.0
+    assert env.failures == []  # nothing from the tester yet
+    env.step(RIGHT_TESTS)
+    assert "timeout" in env.observe("coder_0")["prompt"]
