@@ -28,3 +28,14 @@ def import_readme_example(directory: Path) -> None:
     if str(directory) not in sys.path:
         sys.path.insert(0, str(directory))
     __import__(EXAMPLE_MODULE)
+
+
+def play_oracle(env, seed: int):
+    """Reset ``env`` to ``seed`` and let every role answer ``env.oracle_response`` until
+    the episode ends; returns the env (check ``env.success``)."""
+    env.reset(seed=seed)
+    while env.agents:
+        agent = env.agent_selection
+        done = env.terminations[agent] or env.truncations[agent]
+        env.step(None if done else env.oracle_response(agent))
+    return env

@@ -9,6 +9,7 @@ import pytest
 
 import envs
 from envs.code.env import parse_assert_tests, parse_io_tests
+from tests.envs.conftest import play_oracle
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "code"
 HUMANEVAL_0 = envs.TEST_SEED_START  # test seed 0 plays HumanEval/0 (has_close_elements)
@@ -102,12 +103,7 @@ def test_hostile_code_is_contained_and_scored_zero(tmp_path):
 
 @pytest.mark.parametrize("name", ["apps.jsonl", "mbpp.jsonl", "codecontests.jsonl"])
 def test_file_sources_play_with_their_references(name):
-    env = envs.make("code", split="test", test_source=str(FIXTURES / name))
-    env.reset(seed=HUMANEVAL_0)
-    while env.agents:
-        agent = env.agent_selection
-        done = env.terminations[agent] or env.truncations[agent]
-        env.step(None if done else env.oracle_response(agent))
+    env = play_oracle(envs.make("code", split="test", test_source=str(FIXTURES / name)), HUMANEVAL_0)
     assert env.success, f"{name}: the reference solution did not pass its own tests"
 
 
@@ -124,12 +120,7 @@ def test_parsers_take_only_what_they_should():
 @pytest.mark.parametrize("team", ["mas", "single"])
 def test_oracle_solves_every_task_it_is_given(split, team):
     for seed in envs.split_seeds(split, 4, start=10):
-        env = envs.make("code", team=team, split=split)
-        env.reset(seed=seed)
-        while env.agents:
-            agent = env.agent_selection
-            done = env.terminations[agent] or env.truncations[agent]
-            env.step(None if done else env.oracle_response(agent))
+        env = play_oracle(envs.make("code", team=team, split=split), seed)
         assert env.success, f"seed {seed}: {env.task.id}"
 
 

@@ -8,6 +8,7 @@ import json
 import pytest
 
 import envs
+from tests.envs.conftest import play_oracle
 
 GSM8K_FIRST = envs.TEST_SEED_START  # test seed 0 plays the first GSM8K test item
 
@@ -121,12 +122,7 @@ def test_single_solver_answers_once():
 def test_oracle_solves_every_task_it_is_given(split, source, team):
     kwargs = {"train_source" if split == "train" else "test_source": source}
     for seed in envs.split_seeds(split, 6):
-        env = envs.make("math", team=team, split=split, **kwargs)
-        env.reset(seed=seed)
-        while env.agents:
-            agent = env.agent_selection
-            done = env.terminations[agent] or env.truncations[agent]
-            env.step(None if done else env.oracle_response(agent))
+        env = play_oracle(envs.make("math", team=team, split=split, **kwargs), seed)
         assert env.success, f"{source} seed {seed}: {env.task.id} gold {env.task.answer!r}"
 
 
