@@ -1,5 +1,7 @@
 """Math reasoning: GSM-style word problems, arithmetic and algebra, with exact answer checking.
 
+* ``envs.math.env``: ``MathEnv`` (``math-v0``): a tool agent (Python in ``envs.sandbox``)
+  and a reasoner (``\\boxed{}``) go round until their answers agree.
 * ``envs.math.data``: ``MathTask`` and ``MATH_SOURCES`` (generated training sources, the 100
   real GSM8K test items, CHAMP, and loaders for GSM8K / MATH / generic jsonl files).
 * ``envs.math.generators``: seeded task generators (pure functions of the task seed).
