@@ -11,8 +11,12 @@ std + eps):
 
 * every record-level key starts with ``Turn.task``, so groups never mix tasks;
 * an *episode* is the samples with equal (task, episode). Its return is the sum of the rewards of
-  its ``selected`` samples (all of a plain rollout; the executed path of a tree rollout, as in
-  ``Episode.returns``). Every sample of the episode, selected or not, gets its advantage.
+  its ``selected`` samples (all of a plain rollout; the executed path of a tree rollout). Every
+  sample of the episode, selected or not, gets its advantage;
+* an *agent's* return in an episode is what every selected step paid that agent
+  (``Turn.reward_of``), its own turns and the team terms paid on other agents' turns alike:
+  exactly ``Episode.returns[agent]``. Planning envs pay success on the executor's step, so this is
+  the only per-agent return in which a planner sees the outcome (MATPO, Dr. MAS per episode).
 """
 
 from __future__ import annotations
@@ -40,6 +44,8 @@ _GIGPO_NORMS = {"mean_std_norm": "group", "mean_norm": "none"}
 __all__ = [
     "ADVANTAGE_ESTIMATORS",
     "EPS",
+    "GIGPO_ANCHORS",
+    "GIGPO_STEP_RETURNS",
     "AdvantageResult",
     "at_grpo",
     "compute_advantages",
@@ -112,6 +118,19 @@ def _episodes(samples: Sequence[Turn]) -> tuple[np.ndarray, np.ndarray]:
     return _members(samples, lambda s: (s.task, s.episode), lambda s: s.task)
 
 
+def _agent_returns(samples: Sequence[Turn], episode_of: np.ndarray, n: int) -> list[dict[str, float]]:
+    """Per episode, the return of every agent that acts in it: the sum over the selected samples
+    of what each step paid that agent (``Turn.reward_of``), i.e. ``Episode.returns[agent]``."""
+    returns: list[dict[str, float]] = [{} for _ in range(n)]
+    for s, e in zip(samples, episode_of.tolist(), strict=True):
+        returns[e][s.agent] = 0.0
+    for s, e in zip(samples, episode_of.tolist(), strict=True):
+        if s.selected:
+            for agent in returns[e]:
+                returns[e][agent] += s.reward_of(agent)
+    return returns
+
+
 def grpo(samples: Sequence[Turn], *, scale: str = "group") -> AdvantageResult:
     """Single-agent GRPO baseline: group key (task) over whole episodes.
 
@@ -151,17 +170,47 @@ def per_agent(samples: Sequence[Turn], *, scale: str = "group", base: str = "tur
 
     ``base="turn"``: members are the agent's samples in the task, R = ``Turn.reward``.
     ``base="episode"``: members are the agent's episodes in the task (one value per
-    (task, episode, agent)), R = the agent's own return in the episode (sum of its selected
-    rewards, as in ``Episode.returns[agent]``), broadcast to the agent's samples of that episode.
+    (task, episode, agent)), R = ``Episode.returns[agent]``: everything the episode's executed path
+    paid the agent, its own turns' rewards and the team terms paid on other agents' turns (the
+    Dr. MAS paper's per-agent return), broadcast to the agent's samples of that episode.
     """
     check_choice("base", base, ("turn", "episode"))
     r = _rewards(samples)
     if base == "turn":
         ids = group_ids([(s.task, s.agent) for s in samples])
         return _result(normalize_in_groups(r, ids, scale), group_stats(ids, r))
+    ep, ep_task = _episodes(samples)
+    agent_returns = _agent_returns(samples, ep, len(ep_task))
     member, groups = _members(samples, lambda s: (s.task, s.episode, s.agent), lambda s: (s.task, s.agent))
-    returns = _member_sums(samples, r, member, len(groups))
+    returns = np.zeros(len(groups))
+    for s, e, m in zip(samples, ep.tolist(), member.tolist(), strict=True):
+        returns[m] = agent_returns[e][s.agent]
     return _result(normalize_in_groups(returns, groups, scale)[member], group_stats(groups, returns))
+
+
+GIGPO_STEP_RETURNS = ("agent", "path")
+GIGPO_ANCHORS = ("state", "observation")
+
+
+def _discounted_agent_returns(
+    samples: Sequence[Turn], r: np.ndarray, episode_of: np.ndarray, gamma: float
+) -> np.ndarray:
+    """R_{i,t} = sum_{k >= t} gamma^(k-t) (what step k paid the agent acting at t), along each
+    episode ordered by ``Turn.step`` (k - t counts steps of the path, every agent's)."""
+    out = np.zeros(len(samples))
+    by_episode: dict[int, list[int]] = defaultdict(list)
+    for i, e in enumerate(episode_of.tolist()):
+        by_episode[e].append(i)
+    for idx in by_episode.values():
+        idx.sort(key=lambda i: samples[i].step)
+        for agent in {samples[i].agent for i in idx}:
+            running = 0.0
+            for i in reversed(idx):
+                own = samples[i].agent == agent
+                running = (r[i] if own else samples[i].reward_of(agent)) + gamma * running
+                if own:
+                    out[i] = running
+    return out
 
 
 def gigpo(
@@ -172,6 +221,8 @@ def gigpo(
     norm: str = "mean_std_norm",
     episode_stats: str = "trajectory",
     invalid_penalty: float = 0.0,
+    step_return: str = "agent",
+    anchor: str = "state",
 ) -> AdvantageResult:
     """GiGPO: A = A^E + omega * A^S over plain (un-branched) episodes.
 
@@ -186,15 +237,36 @@ def gigpo(
     in the pooling only: verl-agent's std is Bessel-corrected and its one-episode tasks keep A = R;
     here population std and A = 0, as ALGORITHMS.md requires.
 
-    Step level: R_{i,t} = sum_{k >= t} gamma^(k-t) r_{i,k} along episode i ordered by ``Turn.step``;
-    anchor group (task, agent, state_key) across all episodes and time indices of the task;
+    Step level: R_{i,t} = sum_{k >= t} gamma^(k-t) r_{i,k}(a) along episode i ordered by
+    ``Turn.step`` (k - t counts every agent's steps), for the agent a acting at t. Which rewards
+    of the later steps count (the spec, written for one agent, leaves it open):
+
+    * ``step_return="agent"`` (default): what each later step paid *a* (``Turn.reward_of``): its
+      own rewards and the team terms paid on other agents' steps (a planner sees the success the
+      executor's step earns), not the other agents' local terms (a planner is not charged for
+      the executor's invalid replies). The per-agent return of multi-agent RL.
+    * ``step_return="path"``: the acting agent's reward of every later step, whoever acted
+      (team terms and other agents' local terms alike); teamgym before this option existed.
+
+    Anchor group: the samples of one task and one acting agent, from all episodes and time
+    indices, with equal ``anchor``:
+
+    * ``anchor="state"`` (default): ``Turn.state_key``, the env's game state. An executor's
+      steps under different plans share a group: the baseline averages over the plans it was
+      given, which keeps it action-independent (unbiased) and the groups large.
+    * ``anchor="observation"``: the state key and the exact prompt the agent answered (plans,
+      feedback, messages included): a baseline per observation, smaller groups.
+
     A^S = (R_{i,t} - mean)/F in the anchor group (same F), singleton anchors -> 0.
 
     Raises:
-        ValueError: Two samples of one episode share a ``step`` (tree samples are not plain episodes).
+        ValueError: Two samples of one episode share a ``step`` (tree samples are not plain
+            episodes), or an option outside its choices.
     """
     check_choice("norm", norm, tuple(_GIGPO_NORMS))
     check_choice("episode_stats", episode_stats, ("trajectory", "step"))
+    check_choice("step_return", step_return, GIGPO_STEP_RETURNS)
+    check_choice("anchor", anchor, GIGPO_ANCHORS)
     scale = _GIGPO_NORMS[norm]
     steps = Counter((s.task, s.episode, s.step) for s in samples)
     clash = next((key for key, count in steps.items() if count > 1), None)
@@ -211,8 +283,14 @@ def gigpo(
     else:
         adv_episode = normalize_in_groups(returns[ep], ep_task[ep], scale)
         episode_diag = group_stats(ep_task[ep], returns[ep])
-    to_go = discounted_returns(r, ep, gamma, order=[s.step for s in samples])
-    anchors = group_ids([(s.task, s.agent, s.state_key) for s in samples])
+    if step_return == "agent":
+        to_go = _discounted_agent_returns(samples, r, ep, gamma)
+    else:
+        to_go = discounted_returns(r, ep, gamma, order=[s.step for s in samples])
+    if anchor == "state":
+        anchors = group_ids([(s.task, s.agent, s.state_key) for s in samples])
+    else:
+        anchors = group_ids([(s.task, s.agent, s.state_key, s.prompt) for s in samples])
     adv_step = normalize_in_groups(to_go, anchors, scale)
     return _result(
         adv_episode + omega * adv_step,
@@ -224,10 +302,13 @@ def matpo(samples: Sequence[Turn], *, planner_role: str = "planner", scale: str 
     """MATPO: planner-rooted episodes normalised per task, broadcast to their worker turns.
 
     Episode i = the samples with equal (task, episode): its planner turns and the worker turns they
-    spawned. r_i = sum of the rewards of its (selected) planner turns: the envs pay the outcome
-    score to the planner's final answer, and summing also keeps shaping rewards the planner earned
-    earlier. A_i is normalised over the planner episodes of the task; every sample of episode i
-    (planner and worker) gets A_i.
+    spawned. Its score r_i is the episode's outcome for the team: the planner's return
+    ``Episode.returns[planner]``, everything the executed path paid the planner agent (its own
+    rewards, e.g. a format penalty, and the team terms wherever they were paid: planning envs pay
+    success on the executor's step). With several agents of ``planner_role`` in an episode, the
+    mean of their returns. A_i is normalised over the planner episodes of the task; every sample
+    of episode i (planner and worker) gets A_i. The workers' own local terms (their invalid
+    replies) do not enter r_i: MATPO scores the planner's outcome.
 
     Weights: w = (S / E) / n_i for each of the n_i samples of episode i (S samples, E episodes in
     the call). Every episode's weights sum to S / E, so each planner episode counts equally however
@@ -237,14 +318,17 @@ def matpo(samples: Sequence[Turn], *, planner_role: str = "planner", scale: str 
     Raises:
         ValueError: An episode has no turn of ``planner_role``.
     """
-    r = _rewards(samples)
     ep, ep_task = _episodes(samples)
     n = len(ep_task)
-    is_planner = np.array([s.role == planner_role for s in samples], dtype=np.float64)
-    if n and np.bincount(ep, weights=is_planner, minlength=n).min() == 0:
+    planners: list[set[str]] = [set() for _ in range(n)]
+    for s, e in zip(samples, ep.tolist(), strict=True):
+        if s.role == planner_role:
+            planners[e].add(s.agent)
+    if any(not agents for agents in planners):
         roles = sorted({s.role for s in samples})
         raise ValueError(f"matpo: an episode has no turn of role {planner_role!r} (roles seen: {roles})")
-    scores = _member_sums(samples, r * is_planner, ep, n)
+    agent_returns = _agent_returns(samples, ep, n)
+    scores = np.array([np.mean([agent_returns[e][a] for a in planners[e]]) for e in range(n)])
     sizes = np.bincount(ep, minlength=n)
     weights = (len(samples) / n) / sizes[ep] if n else np.ones(0)
     return _result(normalize_in_groups(scores, ep_task, scale)[ep], group_stats(ep_task, scores), weights)

@@ -2,8 +2,8 @@
 MATPO via ``--algo``) and leave a run directory behind.
 
 One step = tree or plain rollouts on ``tasks_per_step`` fresh training tasks, advantages
-from the chosen estimator, one learner update per trained unit. Before training, every
-``eval_every`` steps and at the end, the team plays held-out test tasks (K = 1).
+from the chosen estimator, then ``passes`` x ``mini_batches`` optimiser steps per trained
+unit. Before training, every ``eval_every`` steps and at the end, the team plays held-out test tasks (K = 1).
 
 Run directory (``<output_dir>/<run_name>``):
 
@@ -43,7 +43,7 @@ from agents.team import Team
 from trainers.advantages import compute_advantages
 from trainers.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
 from trainers.cli import config_from_dict, config_to_dict, parse_overrides
-from trainers.config import RESUMABLE_OVERRIDES, ConfigError, TrainConfig, resolve_config
+from trainers.config import RESUMABLE_OVERRIDES, ConfigError, TrainConfig, estimator_options, resolve_config
 from trainers.evaluation import EvalResult, episode_metrics, evaluate, sample_metrics
 from trainers.learner import Learner, LearnerConfig
 from trainers.records import TaskKey
@@ -53,7 +53,19 @@ from trainers.teams import build_team, served_policies, sync_served_weights
 
 __all__ = ["Summary", "train", "main", "load_run_config", "rollout_for_step", "step_sampling"]
 
-LEARNER_KEYS = ("loss", "pg_loss", "kl", "entropy", "clip_fraction", "approx_kl_old", "grad_norm")
+LEARNER_KEYS = (
+    "loss",
+    "pg_loss",
+    "kl",
+    "entropy",
+    "clip_fraction",
+    "approx_kl_old",
+    "ratio_mean",
+    "grad_norm",
+    "optimizer_steps",
+    "old_logprobs_recomputed",
+    "old_logprob_gap_mean",
+)
 
 
 @dataclass(frozen=True)
@@ -163,12 +175,14 @@ def _learner_metrics(per_unit: Mapping[str, Mapping[str, float]]) -> dict[str, f
     that trained (``loss``, ``kl``, ``clip_fraction``, ``grad_norm``, ...)."""
     out: dict[str, float] = {}
     trained = [m for m in per_unit.values() if m.get("samples", 0) > 0 and "loss" in m]
-    for key in LEARNER_KEYS:
+    per_pass = sorted({k for m in trained for k in m if k.startswith("pass")})
+    for key in (*LEARNER_KEYS, *per_pass):
         values = [m[key] for m in trained if key in m]
         if values:
             out[key] = float(np.mean(values))
     out["samples_trained"] = float(sum(m.get("samples", 0) for m in per_unit.values()))
-    out["dropped_zero_advantage"] = float(sum(m.get("dropped_zero_advantage", 0) for m in per_unit.values()))
+    for key in ("dropped_zero_advantage", "zero_advantage_kept"):
+        out[key] = float(sum(m.get(key, 0) for m in per_unit.values()))
     for unit, metrics in per_unit.items():
         out.update({f"learner/{unit}/{k}": float(v) for k, v in metrics.items()})
     return out
@@ -181,9 +195,9 @@ def train_step(config: TrainConfig, team: Team, learner: Learner, step: int) -> 
     for policy in served_policies(team):
         policy.sleep()  # --vllm-sleep: give the engine's GPU memory to the learner
     advantage_start = time.perf_counter()
-    result = compute_advantages(batch.samples, config.estimator)
+    result = compute_advantages(batch.samples, config.estimator, **estimator_options(config))
     learner_start = time.perf_counter()
-    per_unit = learner.step(batch.samples, result)
+    per_unit = learner.step(batch.samples, result, seed=config.seed * 1_000_003 + step)
     sync_start = time.perf_counter()
     sync_seconds = sync_served_weights(team)  # the next rollout samples from the new weights
     done = time.perf_counter()
@@ -252,13 +266,21 @@ def train(config: TrainConfig) -> Summary:
         LearnerConfig(
             lr=config.lr,
             loss=config.loss,
+            max_response_length=config.max_new_tokens,  # Dr. GRPO's constant divisor
             kl_coef=config.kl_coef,
             max_grad_norm=config.max_grad_norm,
             micro_batch_tokens=config.micro_batch_tokens,
+            dynamic_sampling=config.dynamic_sampling,
+            old_logprobs=config.old_logprobs,
+            passes=config.passes,
+            mini_batches=config.mini_batches,
             temperature=config.temperature,
             top_p=config.top_p,
         ),
     )
+    recomputing = [name for name, unit in learner.units.items() if learner.recomputes_old_logprobs(unit)]
+    source = f"recomputed by the learner for {', '.join(recomputing)}" if recomputing else "the sampler's"
+    print(f"pi_old: {source} (--old-logprobs {config.old_logprobs})", file=sys.stderr)
     start = load_checkpoint(checkpoint, learner)["step"] if checkpoint else 0
     if checkpoint:
         sync_served_weights(team)  # engines still serve the initial weights

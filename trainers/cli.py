@@ -167,7 +167,7 @@ def _type_kwargs(name: str, tp: Any, option: str) -> dict[str, Any]:
     """``add_argument`` keyword arguments that parse field ``name`` annotated ``tp``."""
     inner, nullable = _unwrap_optional(tp)
     metavar = name.upper()
-    if inner is bool and not nullable:
+    if inner is bool:  # a nullable bool keeps None (its "auto") unless --x / --no-x is given
         return {"action": argparse.BooleanOptionalAction}
     item = _tuple_item(inner)
     if item is not None:

@@ -14,6 +14,7 @@ errors name the field and the fix.
 from __future__ import annotations
 
 import dataclasses
+import inspect
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -27,6 +28,7 @@ __all__ = [
     "GENERIC_PRESET",
     "resolve_config",
     "check_backend_fields",
+    "estimator_options",
     "ConfigError",
 ]
 
@@ -36,15 +38,25 @@ class ConfigError(ValueError):
 
 
 ALGO_PRESETS: dict[str, dict[str, Any]] = {
-    # AT-GRPO: K candidates per (task, turn, agent) node from one selected state.
-    "at_grpo": {"rollout": "tree", "estimator": "at_grpo"},
+    # AT-GRPO: K candidates per (task, turn, agent) node from one selected state; per-role
+    # weights (the paper's default regime; --policy shared is its one-model regime).
+    "at_grpo": {"rollout": "tree", "estimator": "at_grpo", "policy": "per_role"},
     # Plain GRPO: K independent episodes per task, one group per task.
-    "grpo": {"rollout": "plain", "estimator": "grpo"},
+    "grpo": {"rollout": "plain", "estimator": "grpo", "policy": "per_role"},
     # GiGPO: K independent episodes, episode groups + anchor-state step groups.
-    "gigpo": {"rollout": "plain", "estimator": "gigpo"},
-    # MATPO: K planner-rooted episodes per task, the planner's outcome credited to every turn.
-    "matpo": {"rollout": "plain", "estimator": "matpo"},
+    "gigpo": {"rollout": "plain", "estimator": "gigpo", "policy": "per_role"},
+    # MATPO: K planner-rooted episodes per task, the team's outcome credited to every turn. One
+    # model plays planner and worker (the paper's setting); --policy per_role trains one each.
+    "matpo": {"rollout": "plain", "estimator": "matpo", "policy": "shared"},
 }
+
+# What each loss preset means for the advantages (``advantage_scale``) and for dynamic sampling
+# when those fields are left at None: Dr. GRPO drops the std (A = r - mean), DAPO drops
+# zero-advantage groups; GRPO does neither.
+LOSS_ADVANTAGE_SCALE: dict[str, str] = {"grpo": "group", "dapo": "group", "dr_grpo": "none"}
+LOSS_DYNAMIC_SAMPLING: dict[str, bool] = {"grpo": False, "dapo": True, "dr_grpo": False}
+# GiGPO names the same choice by its normalisation mode.
+_GIGPO_NORM_OF_SCALE = {"group": "mean_std_norm", "none": "mean_norm"}
 
 # Sized for a 2-core CPU and SmolLM2-135M: under a minute per step, one to two per eval.
 # Temperature 0.7 and 16-token replies: at 1.0 the 135M model's replies are ~98% invalid
@@ -114,8 +126,9 @@ class TrainConfig:
     """Team variant: 'mas' (one role per agent, e.g. planner + executor) or 'single' (one role does all)."""
 
     # --- team ---
-    policy: Literal["shared", "per_role"] = "per_role"
-    """'per_role': each role has its own trainable weights; 'shared': every role trains the same ones."""
+    policy: Literal["shared", "per_role"] | None = None
+    """'per_role': each role has its own trainable weights; 'shared': every role trains the same ones
+    (None: the algo's: shared for matpo, per_role otherwise)."""
     model: str = DEFAULT_MODEL
     """Model: a built-in name (smollm2-135m-instruct, tiny-test), a local HF directory or a hub id."""
     backend: Literal["hf", "vllm"] = "hf"
@@ -167,7 +180,25 @@ class TrainConfig:
     lr: float | None = None
     """AdamW learning rate (None: 5e-4 with LoRA, 1e-5 for full weights)."""
     loss: Literal["grpo", "dapo", "dr_grpo"] = "grpo"
-    """Loss preset: clip range and token aggregation (trainers.losses.DEFAULT_LOSS_PRESETS)."""
+    """Loss preset: clip range and token aggregation (trainers.losses.DEFAULT_LOSS_PRESETS); dr_grpo
+    also means --advantage-scale none, dapo --dynamic-sampling."""
+    advantage_scale: Literal["group", "batch", "none"] | None = None
+    """Advantage normalisation: 'group' (r - mean) / group std, 'batch' (r - mean) / batch std,
+    'none' r - mean (None: 'none' for --loss dr_grpo, else 'group'). gigpo: group = mean_std_norm,
+    none = mean_norm; rloo takes none."""
+    dynamic_sampling: bool | None = None
+    """Drop zero-advantage samples (all-equal or singleton groups) before the update; off keeps them
+    in the loss's denominators (None: on for --loss dapo only, as the papers define them)."""
+    passes: int = 1
+    """Passes over each rollout batch, pi_old fixed at the sampling policy (TRL num_iterations, verl
+    ppo_epochs); more optimiser steps per rollout, and the clip range acts from the second on."""
+    mini_batches: int = 1
+    """Optimiser steps per pass: each batch is split into this many mini-batches of whole prompt
+    groups, in a seeded order (verl ppo_mini_batch_size = batch / N)."""
+    old_logprobs: Literal["auto", "sampler", "recompute"] = "auto"
+    """pi_old: the sampler's logprobs, or recomputed by the learner before any update ('auto':
+    recompute when the weights are not float32, e.g. bfloat16 on CUDA; logged per step as
+    old_logprobs_recomputed, with the sampler's gap old_logprob_gap_mean)."""
     kl_coef: float = 0.0
     """Weight of the KL penalty to the initial policy (0: off, no reference forward)."""
     max_grad_norm: float = 1.0
@@ -247,6 +278,8 @@ def _validate(config: TrainConfig) -> None:
         _positive(config, name)
     for name in ("checkpoint_every", "keep_checkpoints", "lora_rank", "lora_alpha", "micro_batch_tokens"):
         _positive(config, name)
+    _positive(config, "passes")
+    _positive(config, "mini_batches")
     _positive(config, "eval_every", 0)
     _positive(config, "transcripts", 0)
     check_backend_fields(config)
@@ -288,6 +321,12 @@ def _validate(config: TrainConfig) -> None:
         )
     if estimator == "matpo" and config.team == "single":
         raise ConfigError("algo/estimator 'matpo' needs a planner role; use --team mas")
+    if config.advantage_scale is not None and estimator == "rloo":
+        raise ConfigError(
+            "estimator 'rloo' has no advantage scale (A = r - mean of the others); drop --advantage-scale"
+        )
+    if config.advantage_scale == "batch" and estimator == "gigpo":
+        raise ConfigError("gigpo normalises per group or not at all; pass --advantage-scale group or none")
 
 
 def _env_name(env_id: str) -> str:
@@ -310,4 +349,21 @@ def resolve_config(config: TrainConfig) -> TrainConfig:
     updates["env_kwargs"] = {**preset["env_kwargs"], **config.env_kwargs}
     if config.lr is None:
         updates["lr"] = 5e-4 if config.lora else 1e-5
+    if config.advantage_scale is None:
+        updates["advantage_scale"] = LOSS_ADVANTAGE_SCALE[config.loss]
+    if config.dynamic_sampling is None:
+        updates["dynamic_sampling"] = LOSS_DYNAMIC_SAMPLING[config.loss]
     return dataclasses.replace(config, **updates)
+
+
+def estimator_options(config: TrainConfig) -> dict[str, Any]:
+    """The keyword options of ``compute_advantages`` a resolved config implies: its
+    ``advantage_scale`` as the estimator's ``scale`` (gigpo: ``norm``; rloo: none)."""
+    from trainers.advantages import ADVANTAGE_ESTIMATORS
+
+    parameters = inspect.signature(ADVANTAGE_ESTIMATORS[config.estimator]).parameters
+    if "scale" in parameters:
+        return {"scale": config.advantage_scale}
+    if "norm" in parameters:
+        return {"norm": _GIGPO_NORM_OF_SCALE[config.advantage_scale]}
+    return {}

@@ -1,4 +1,4 @@
-"""The learner: one policy-gradient update per rollout batch, for every trainable policy.
+"""The learner: policy-gradient updates on each rollout batch, for every trainable policy.
 
 A *unit* is what one optimiser trains: a whole shared model (``HFPolicy`` without
 adapters), one per-role LoRA adapter (``HFPolicy(..., adapters=roles)``, only that
@@ -8,19 +8,25 @@ its ``trainable`` HF copy; pushing the new weights to its engine is the caller's
 named like ``Turn.policy`` (``"name"`` or ``"name:adapter"``), so every sample is trained
 by exactly the policy that produced it. Scripted policies are not trained.
 
-One ``step``:
+One ``step`` on a rollout batch, per unit:
 
-1. dynamic sampling: samples with advantage 0 (singleton or all-equal groups) are dropped
-   and counted (they carry no gradient, and leaving them out keeps them from diluting the
-   token-mean denominator, as in DAPO);
-2. pi_old (ALGORITHMS.md section 3): the sampler's logprobs, which are exact because the
-   sampler reports them under the same temperature/top-p and the weights have not changed
-   since the rollout; ``recompute_old_logprobs=True`` recomputes them with the learner's
-   forward before any update instead;
-3. micro-batches under a padded-token budget; each micro-batch's loss is scaled by its
-   share of the batch's aggregation denominator, so the summed gradients equal those of
-   one forward over the whole batch;
-4. gradient clipping and one optimiser step per unit.
+1. dynamic sampling (``dynamic_sampling``; default on for the DAPO loss only): samples with
+   advantage 0 (singleton or all-equal groups) are dropped and counted. With it off they stay
+   in the loss: they count in its denominator (and in the KL / entropy terms when those are
+   on). Their policy-gradient term is exactly 0, so without a KL or entropy term they are
+   counted but not forwarded: the same gradient, at no compute cost;
+2. pi_old (ALGORITHMS.md section 3, ``old_logprobs``): the sampler's logprobs, exact when the
+   sampler and the learner share weights, temperature, top-p and float32 numerics; in
+   bfloat16 / float16 (``"auto"``) or on request (``"recompute"``) the learner recomputes them
+   with its own forward before any update. pi_old then stays fixed for the whole step;
+3. ``passes`` over the batch, each split into ``mini_batches`` (whole prompt groups, seeded
+   shuffle), one optimiser step per mini-batch (TRL's ``num_iterations``, verl's
+   ``ppo_epochs`` / ``ppo_mini_batch_size``). From the second optimiser step on the ratio
+   pi_theta / pi_old leaves 1 and the clip range acts; clip fraction, ratio and approximate
+   KL to pi_old are logged per pass;
+4. micro-batches under a padded-token budget; each micro-batch's loss is scaled by its
+   share of the mini-batch's aggregation denominator, so the summed gradients equal those
+   of one forward over the whole mini-batch; gradient clipping, then the optimiser step.
 
 Log-probabilities are computed with ``agents.sampling`` under the sampler's temperature
 and top-p, over left-padded prompt + response sequences with the same position ids the
@@ -31,8 +37,9 @@ from __future__ import annotations
 
 import copy
 from collections import defaultdict
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -48,6 +55,10 @@ from trainers.records import Turn
 __all__ = ["LearnerConfig", "Learner", "TrainUnit"]
 
 
+OLD_LOGPROBS = ("auto", "sampler", "recompute")
+_ZERO = 1e-12  # |advantage| below this is a zero advantage (singleton or all-equal group)
+
+
 @dataclass(frozen=True)
 class LearnerConfig:
     """Optimisation settings.
@@ -60,7 +71,8 @@ class LearnerConfig:
         eps_low: Override of the preset's lower clip range.
         eps_high: Override of the preset's upper clip range (clip-higher).
         aggregation: Override of the preset's token aggregation mode.
-        max_response_length: Constant divisor of ``seq-mean-token-sum-norm`` (Dr. GRPO).
+        max_response_length: Constant divisor of ``seq-mean-token-sum-norm`` (Dr. GRPO): the
+            generation budget in tokens. Required by that aggregation.
         kl_coef: Weight of the k3 KL to the frozen reference (the base model with adapters
             off for LoRA units, a frozen copy of the initial weights otherwise); 0 disables.
         entropy_coef: Weight of the entropy bonus.
@@ -68,9 +80,14 @@ class LearnerConfig:
             padded micro-batch, P + K x longest response for a shared-prefix group.
         shared_prefix: Encode each group's shared prompt once (``trainers.prefix``): same
             logprobs and gradients, far fewer token-forwards. Off: plain padded forwards.
-        dynamic_sampling: Drop zero-advantage samples before the update.
-        recompute_old_logprobs: Recompute pi_old with the learner instead of trusting the
-            sampler's logprobs.
+        dynamic_sampling: Drop zero-advantage samples before the update (``None``: on for the
+            ``dapo`` loss, off otherwise, as the papers define them).
+        old_logprobs: pi_old: ``"sampler"`` (trust the sampler's logprobs), ``"recompute"``
+            (the learner's forward before any update) or ``"auto"`` (recompute when the
+            trained weights are not float32/float64, where sampler and learner numerics differ).
+        passes: Passes over each rollout batch (TRL ``num_iterations``, verl ``ppo_epochs``).
+        mini_batches: Optimiser steps per pass: the batch is split into this many mini-batches
+            of whole prompt groups (verl ``ppo_mini_batch_size`` = batch / mini_batches).
         temperature: The sampler's temperature (log pi is computed under it).
         top_p: The sampler's top-p.
     """
@@ -87,8 +104,10 @@ class LearnerConfig:
     entropy_coef: float = 0.0
     micro_batch_tokens: int = 4096
     shared_prefix: bool = True
-    dynamic_sampling: bool = True
-    recompute_old_logprobs: bool = False
+    dynamic_sampling: bool | None = None
+    old_logprobs: str = "auto"
+    passes: int = 1
+    mini_batches: int = 1
     temperature: float = 1.0
     top_p: float = 1.0
 
@@ -105,6 +124,26 @@ class LearnerConfig:
             raise ValueError(
                 "LearnerConfig.temperature must be the sampler's temperature (> 0; greedy can't train)"
             )
+        if self.old_logprobs not in OLD_LOGPROBS:
+            raise ValueError(
+                f"LearnerConfig.old_logprobs={self.old_logprobs!r}; choose one of {OLD_LOGPROBS}"
+            )
+        for name in ("passes", "mini_batches"):
+            if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
+                raise ValueError(f"LearnerConfig.{name} must be an int >= 1, got {getattr(self, name)!r}")
+        kwargs = self.loss_kwargs()
+        budget = kwargs.get("max_response_length") or 0
+        if kwargs["aggregation"] == "seq-mean-token-sum-norm" and not budget > 0:
+            raise ValueError(
+                "LearnerConfig: aggregation 'seq-mean-token-sum-norm' (the dr_grpo loss) divides by a "
+                "constant max_response_length; set it to the generation budget (max_new_tokens), got "
+                f"{self.max_response_length!r}"
+            )
+
+    @property
+    def drops_zero_advantage(self) -> bool:
+        """Whether dynamic sampling is on (``dynamic_sampling``, or its default for ``loss``)."""
+        return self.loss == "dapo" if self.dynamic_sampling is None else self.dynamic_sampling
 
     def loss_kwargs(self) -> dict[str, Any]:
         kwargs = dict(DEFAULT_LOSS_PRESETS[self.loss])
@@ -209,13 +248,19 @@ class Learner:
         indices: list[int],
         advantages: np.ndarray,
         weights: np.ndarray,
+        old_logprobs: Mapping[int, Sequence[float]] | None = None,
     ) -> Iterator[_MicroBatch]:
-        """Micro-batches under the token budget. With ``shared_prefix``, samples with identical
+        """Micro-batches under the token budget (pi_old from ``old_logprobs[i]`` where given,
+        else the sampler's ``samples[i].logprobs``). With ``shared_prefix``, samples with identical
         prompt ids form groups; each group of size > 1 is a shared-prefix micro-batch (split
         into sub-groups when P + K * R_max exceeds the budget, the prompt counted once per
         sub-group); singletons (or everything, with the switch off) are packed into padded
         micro-batches costing rows x longest sequence."""
         pad, device = unit.policy.tokenizer.pad_token_id, unit.policy.device
+        old = old_logprobs or {}
+        collate = partial(
+            self._collate, device, pad, samples, advantages=advantages, weights=weights, old=old
+        )
         singles = list(indices)
         if self.config.shared_prefix:
             groups: dict[tuple[int, ...], list[int]] = defaultdict(list)
@@ -231,10 +276,10 @@ class Learner:
                     if len(chunk) < 2 or prefix_cost(len(prompt), lengths) <= self.config.micro_batch_tokens:
                         chunk.append(i)
                         continue
-                    yield self._collate(device, pad, samples, chunk, advantages, weights, shared=True)
+                    yield collate(chunk, shared=True)
                     chunk = [i]
                 if len(chunk) > 1:
-                    yield self._collate(device, pad, samples, chunk, advantages, weights, shared=True)
+                    yield collate(chunk, shared=True)
                 else:
                     singles.extend(chunk)
         order = sorted(singles, key=lambda i: len(samples[i].prompt_token_ids) + len(samples[i].token_ids))
@@ -248,11 +293,13 @@ class Learner:
                     chunk.append(i)
                     continue
             if chunk:
-                yield self._collate(device, pad, samples, chunk, advantages, weights)
+                yield collate(chunk)
             chunk = [i] if i is not None else []
 
     @staticmethod
-    def _collate(device, pad, samples, chunk, advantages, weights, shared: bool = False) -> _MicroBatch:
+    def _collate(
+        device, pad, samples, chunk, *, advantages, weights, old, shared: bool = False
+    ) -> _MicroBatch:
         sequences = [list(samples[i].prompt_token_ids) + list(samples[i].token_ids) for i in chunk]
         width = max(map(len, sequences))
         longest_response = max(len(samples[i].token_ids) for i in chunk)
@@ -265,16 +312,15 @@ class Learner:
         response_mask = torch.tensor(
             [[1] * len(r) + [0] * (longest_response - len(r)) for r in responses], device=device
         )
-        old = [
-            list(samples[i].logprobs) + [0.0] * (longest_response - len(samples[i].logprobs)) for i in chunk
-        ]
+        old_rows = [list(old.get(i, samples[i].logprobs)) for i in chunk]
+        old_rows = [row + [0.0] * (longest_response - len(row)) for row in old_rows]
         return _MicroBatch(
             input_ids=input_ids,
             attention_mask=attention,
             position_ids=(attention.cumsum(-1) - 1).clamp(min=0),
             response_ids=response_ids,
             response_mask=response_mask,
-            old_logprobs=torch.tensor(old, dtype=torch.float32, device=device),
+            old_logprobs=torch.tensor(old_rows, dtype=torch.float32, device=device),
             advantages=torch.tensor(advantages[chunk], dtype=torch.float32, device=device),
             weights=torch.tensor(weights[chunk], dtype=torch.float32, device=device),
             indices=list(chunk),
@@ -309,9 +355,12 @@ class Learner:
         return logprobs, token_entropy(logits, self.config.temperature)
 
     # ------------------------------------------------------------------ update
-    def step(self, samples: Sequence[Turn], result: AdvantageResult) -> dict[str, dict[str, float]]:
-        """One update of every unit on ``samples``. Returns metrics per unit name (units with
-        no samples after dynamic sampling are skipped and reported with ``samples = 0``)."""
+    def step(
+        self, samples: Sequence[Turn], result: AdvantageResult, *, seed: int = 0
+    ) -> dict[str, dict[str, float]]:
+        """Update every unit on ``samples`` (module docstring). ``seed`` draws the mini-batch
+        split (pass the training step's seed so a resumed run repeats it). Returns metrics per
+        unit name (units with no sample left are reported with ``samples = 0``)."""
         advantages = np.asarray(result.advantages, dtype=np.float64)
         weights = np.asarray(result.weights, dtype=np.float64)
         if len(advantages) != len(samples) or len(weights) != len(samples):
@@ -323,37 +372,132 @@ class Learner:
         for i, turn in enumerate(samples):
             if turn.policy not in self.units:
                 continue  # produced by a scripted policy
-            if self.config.dynamic_sampling and abs(advantages[i]) < 1e-12:
+            if self.config.drops_zero_advantage and abs(advantages[i]) < _ZERO:
                 dropped[turn.policy] += 1
                 continue
             if not turn.token_ids:
                 continue  # nothing was sampled (empty generation): no token to train
             by_unit[turn.policy].append(i)
+        rng = np.random.default_rng(seed)
         metrics: dict[str, dict[str, float]] = {}
         for name, unit in self.units.items():
             indices = by_unit.get(name, [])
             metrics[name] = {"samples": float(len(indices)), "dropped_zero_advantage": float(dropped[name])}
             if indices:
-                metrics[name].update(self._update(unit, samples, indices, advantages, weights))
+                metrics[name].update(self._update(unit, samples, indices, advantages, weights, rng))
         return metrics
 
-    def _update(self, unit, samples, indices, advantages, weights) -> dict[str, float]:
+    def recomputes_old_logprobs(self, unit: TrainUnit) -> bool:
+        """Whether pi_old comes from the learner's forward for ``unit`` (``old_logprobs``)."""
+        if self.config.old_logprobs != "auto":
+            return self.config.old_logprobs == "recompute"
+        dtype = next(unit.policy.model.parameters()).dtype
+        return dtype not in (torch.float32, torch.float64)
+
+    def _split(
+        self, samples: Sequence[Turn], indices: list[int], rng: np.random.Generator
+    ) -> list[list[int]]:
+        """``mini_batches`` parts of about equal size, made of whole prompt groups (so the
+        shared-prefix forward keeps its groups) in a seeded random order."""
+        parts = self.config.mini_batches
+        if parts == 1:
+            return [list(indices)]
+        groups: dict[tuple[int, ...], list[int]] = defaultdict(list)
+        for i in indices:
+            groups[samples[i].prompt_token_ids].append(i)
+        ordered = list(groups.values())
+        out: list[list[int]] = [[] for _ in range(parts)]
+        placed, target = 0, len(indices) / parts
+        for g in rng.permutation(len(ordered)).tolist():
+            out[min(parts - 1, int(placed / target))].extend(ordered[g])
+            placed += len(ordered[g])
+        return [part for part in out if part]
+
+    def _update(self, unit, samples, indices, advantages, weights, rng) -> dict[str, float]:
         config, loss_kwargs = self.config, self.config.loss_kwargs()
+        aggregation = loss_kwargs["aggregation"]
+        # Zero-advantage samples add exactly 0 to the policy-gradient sum; without a KL or
+        # entropy term that is all they add, so they are counted in the denominators only.
+        forward_all = config.kl_coef > 0 or config.entropy_coef != 0
+        idle = set() if forward_all else {i for i in indices if abs(advantages[i]) < _ZERO}
+
+        def plan(
+            part: list[int], old: Mapping[int, Sequence[float]] | None
+        ) -> tuple[list[_MicroBatch], float]:
+            """A mini-batch's micro-batches and its counted-only samples' denominator share."""
+            forwarded = [i for i in part if i not in idle]
+            batches = list(self._micro_batches(unit, samples, forwarded, advantages, weights, old))
+            per_sample = [len(samples[i].token_ids) if aggregation == "token-mean" else 1 for i in part]
+            counted = sum(weights[i] * n for i, n in zip(part, per_sample, strict=True) if i in idle)
+            return batches, float(counted)
+
+        first = [plan(part, None) for part in self._split(samples, indices, rng)]
+        out: dict[str, float] = {"zero_advantage_kept": float(len(idle))}
+        old: dict[int, list[float]] = {}
+        if self.recomputes_old_logprobs(unit):
+            out.update(self._recompute_old_logprobs(unit, [b for batches, _ in first for b in batches], old))
+        else:
+            out["old_logprobs_recomputed"] = 0.0
+        steps: list[dict[str, float]] = []
+        for p in range(config.passes):
+            parts = first if p == 0 else [plan(part, old) for part in self._split(samples, indices, rng)]
+            this_pass = [m for batches, idle_d in parts if (m := self._optimizer_step(unit, batches, idle_d))]
+            for m in this_pass:
+                m["pass"] = p + 1
+            steps += this_pass
+            if config.passes > 1 and this_pass:
+                for key in ("clip_fraction", "approx_kl_old", "ratio_mean"):
+                    out[f"pass{p + 1}/{key}"] = float(np.mean([m[key] for m in this_pass]))
+        if not steps:
+            return {**out, "skipped_zero_weight": 1.0}  # nothing to learn (zero weights / no forward)
+        for key in steps[0]:
+            if key == "ratio_max":
+                out[key] = float(max(m[key] for m in steps))
+            elif key in ("micro_batches", "prefix_groups", "token_forwards"):
+                out[key] = float(sum(m[key] for m in steps))
+            elif key != "pass":
+                out[key] = float(np.mean([m[key] for m in steps]))
+        out["optimizer_steps"] = float(len(steps))
+        return out
+
+    def _recompute_old_logprobs(
+        self, unit: TrainUnit, batches: list[_MicroBatch], old: dict[int, list[float]]
+    ) -> dict[str, float]:
+        """pi_old from the learner's forward, before any update, into the batches (and ``old``,
+        by sample index, for the re-split later passes); how far the sampler's were off."""
+        gaps: list[torch.Tensor] = []
+        with torch.no_grad(), unit.policy.using_adapter(unit.adapter):
+            for batch in batches:
+                recomputed = self._logprobs(unit.policy.model, batch)[0].float()
+                mask = batch.response_mask.bool()
+                gaps.append((recomputed - batch.old_logprobs)[mask].abs())
+                batch.old_logprobs = recomputed
+                for row, i in enumerate(batch.indices):
+                    old[i] = recomputed[row, : int(mask[row].sum())].tolist()
+        gap = torch.cat(gaps) if gaps else torch.zeros(1)
+        return {
+            "old_logprobs_recomputed": 1.0,
+            "old_logprob_gap_mean": float(gap.mean()) if gap.numel() else 0.0,
+            "old_logprob_gap_max": float(gap.max()) if gap.numel() else 0.0,
+        }
+
+    def _optimizer_step(self, unit: TrainUnit, batches: list[_MicroBatch], idle_denominator: float):
+        """One optimiser step on one mini-batch (its forwarded micro-batches plus the
+        denominator share of its counted-only samples); None when there is nothing to learn."""
+        config, loss_kwargs = self.config, self.config.loss_kwargs()
+        aggregation = loss_kwargs["aggregation"]
+        total = sum(_denominator(b, aggregation) for b in batches) + idle_denominator
+        if not batches or total <= 0:
+            return None  # every sample has loss weight 0, or none needs a forward
         model = unit.policy.model
-        batches = list(self._micro_batches(unit, samples, indices, advantages, weights))
-        if config.recompute_old_logprobs:
-            with torch.no_grad(), unit.policy.using_adapter(unit.adapter):
-                for batch in batches:
-                    batch.old_logprobs = self._logprobs(model, batch)[0].detach()
-        total = sum(_denominator(b, loss_kwargs["aggregation"]) for b in batches)
-        if total <= 0:
-            return {"skipped_zero_weight": 1.0}  # every sample has loss weight 0: nothing to learn
         model.train()
         unit.optimizer.zero_grad(set_to_none=True)
-        sums: dict[str, float] = defaultdict(float)
+        exact: dict[str, float] = defaultdict(float)  # terms of the loss: share-weighted sums
+        means: dict[str, float] = defaultdict(float)  # token diagnostics: means over forwarded tokens
+        forwarded, ratio_max = 0.0, 0.0
         with unit.policy.using_adapter(unit.adapter):
             for batch in batches:
-                share = _denominator(batch, loss_kwargs["aggregation"]) / total
+                share = _denominator(batch, aggregation) / total
                 reference = self._reference_logprobs(unit, batch) if config.kl_coef > 0 else None
                 logprobs, entropy = self._logprobs(model, batch)
                 output = policy_loss(
@@ -367,9 +511,14 @@ class Learner:
                     **loss_kwargs,
                 )
                 (output.loss * share).backward()
-                sums["loss"] += output.loss.item() * share
+                forwarded += share
                 for key, value in output.metrics.items():
-                    sums[key] += value * share
+                    if key == "ratio_max":
+                        ratio_max = max(ratio_max, value)
+                    elif key in ("loss", "pg_loss", "kl", "entropy"):
+                        exact[key] += value * share
+                    else:
+                        means[key] += value * share
         grad_norm = _grad_norm(unit.parameters)
         if config.max_grad_norm is not None:
             torch.nn.utils.clip_grad_norm_(unit.parameters, config.max_grad_norm)
@@ -377,7 +526,9 @@ class Learner:
         unit.optimizer.zero_grad(set_to_none=True)
         model.eval()
         return {
-            **sums,
+            **exact,
+            **{key: value / max(forwarded, 1e-12) for key, value in means.items()},
+            "ratio_max": ratio_max,
             "grad_norm": grad_norm,
             "micro_batches": float(len(batches)),
             "prefix_groups": float(sum(b.shared_prompt is not None for b in batches)),

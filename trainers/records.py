@@ -58,6 +58,10 @@ class Turn:
             candidate per node; plain rollouts execute every turn).
         done: The episode ended (terminated or truncated) right after this response.
         finish_reason: The generation's finish reason (``stop``, ``eos``, ``length``).
+        agent_rewards: Every agent's reward right after the response (``env.rewards``): the
+            acting agent's equals ``reward``; the others hold what the step paid them (the
+            team terms, which planning envs pay on the executor's step). Empty in hand-built
+            turns: then only the acting agent is known to have been paid.
     """
 
     task: TaskKey
@@ -81,6 +85,12 @@ class Turn:
     selected: bool = True
     done: bool = False
     finish_reason: str = "stop"
+    agent_rewards: Mapping[str, float] = field(default_factory=dict)
+
+    def reward_of(self, agent: str) -> float:
+        """What this step paid ``agent`` (``reward`` for the acting agent; 0 for another agent
+        when ``agent_rewards`` was not recorded)."""
+        return self.reward if agent == self.agent else float(self.agent_rewards.get(agent, 0.0))
 
 
 @dataclass(frozen=True)

@@ -186,6 +186,7 @@ def _play(path: _Path, node: _Node, env: Any, generation: Generation, candidate:
         selected=selected,
         done=bool(env.terminations[node.agent] or env.truncations[node.agent]),
         finish_reason=generation.finish_reason,
+        agent_rewards={agent: float(reward) for agent, reward in env.rewards.items()},
     )
 
 

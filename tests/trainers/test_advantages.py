@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -401,3 +402,105 @@ def test_every_estimator_handles_an_empty_batch(name):
 
 
 # ---------------------------------------------------------------------------------- properties
+
+
+# ------------------------------------------------ who is paid what: team terms on other turns
+
+
+def paid(sample: Turn, **rewards: float) -> Turn:
+    """``sample`` with ``agent_rewards`` recorded: its own reward plus what the others got."""
+    return dataclasses.replace(sample, agent_rewards={sample.agent: sample.reward, **rewards})
+
+
+def planner_executor_episode(seed: int, episode: int, success: bool) -> list[Turn]:
+    """The audit's scenario: an oracle planner (its own reward, plan progress, is the same in
+    every episode), then the executor, whose step pays the team success bonus (1.0) to both."""
+    team = 1.0 if success else 0.0
+    return [
+        paid(turn(seed, episode, "planner_0", 0, 0.5, role="planner"), executor_0=0.0),
+        paid(turn(seed, episode, "executor_0", 0, team, step=1, role="executor"), planner_0=team),
+    ]
+
+
+def test_matpo_scores_the_team_outcome_paid_on_the_executor_step():
+    successes = [False, True, True, True]
+    samples = [t for e, s in enumerate(successes) for t in planner_executor_episode(0, e, s)]
+    result = matpo(samples)
+    grpo_adv = grpo(samples).advantages  # GRPO gives [-1.73, 0.58, 0.58, 0.58] per episode
+    assert close(grpo_adv[::2], [-math.sqrt(3), 1 / math.sqrt(3), 1 / math.sqrt(3), 1 / math.sqrt(3)])
+    assert close(result.advantages, grpo_adv)  # same outcome ranking, credited to both roles
+    assert result.diagnostics["zero_variance_groups"] == 0
+
+
+def test_matpo_counts_the_planners_own_terms_but_not_the_workers():
+    # Episode 0: the executor errs (its own -0.1) and the team fails; the planner's reply was
+    # invalid in episode 1 (-0.1), the team succeeds there.
+    samples = [
+        paid(turn(0, 0, "planner_0", 0, 0.0, role="planner"), executor_0=0.0),
+        paid(turn(0, 0, "executor_0", 0, -0.1, step=1, role="executor"), planner_0=0.0),
+        paid(turn(0, 1, "planner_0", 0, -0.1, role="planner"), executor_0=0.0),
+        paid(turn(0, 1, "executor_0", 0, 1.0, step=1, role="executor"), planner_0=1.0),
+    ]
+    scores = matpo(samples, scale="none").advantages  # r - mean, scores 0.0 and 0.9
+    assert close(scores, [-0.45, -0.45, 0.45, 0.45])
+
+
+def test_per_agent_episode_return_includes_team_terms_paid_on_other_turns():
+    samples = [t for e, s in enumerate([False, True]) for t in planner_executor_episode(0, e, s)]
+    result = per_agent(samples, base="episode")
+    # planner returns 0.5 and 1.5, executor returns 0 and 1: each +-1
+    assert close(result.advantages, [-1, -1, 1, 1])
+
+
+def gigpo_team_batch() -> list[Turn]:
+    """Two episodes of planner (p) / executor (x) / planner / executor. In episode 0 the
+    executor's first reply is invalid (-0.1, its own term) and its second solves the task
+    (team 1.0, paid to both); episode 1 never solves. Every planner step starts from state s0
+    and the executor's from s0 too (nothing moved), except after the success."""
+    return [
+        paid(turn(0, 0, "p", 0, 0.0, step=0, state_key="s0", role="planner"), x=0.0),
+        paid(turn(0, 0, "x", 0, -0.1, step=1, state_key="s0", role="executor", invalid=True), p=0.0),
+        paid(turn(0, 0, "p", 1, 0.0, step=2, state_key="s0", role="planner"), x=0.0),
+        paid(turn(0, 0, "x", 1, 1.0, step=3, state_key="s0", role="executor"), p=1.0),
+        paid(turn(0, 1, "p", 0, 0.0, step=0, state_key="s0", role="planner"), x=0.0),
+        paid(turn(0, 1, "x", 0, 0.0, step=1, state_key="s0", role="executor"), p=0.0),
+        paid(turn(0, 1, "p", 1, 0.0, step=2, state_key="s0", role="planner"), x=0.0),
+        paid(turn(0, 1, "x", 1, 0.0, step=3, state_key="s0", role="executor"), p=0.0),
+    ]
+
+
+def step_level(samples, **options) -> np.ndarray:
+    """GiGPO's step-level term alone: omega = 1 minus the episode-level term (omega = 0)."""
+    both = gigpo(samples, gamma=0.5, norm="mean_norm", **options).advantages
+    return both - gigpo(samples, gamma=0.5, norm="mean_norm", omega=0.0, **options).advantages
+
+
+def test_gigpo_step_return_agent_counts_what_later_steps_paid_the_agent():
+    samples = gigpo_team_batch()
+    agent = step_level(samples)  # default step_return="agent"
+    # Planner at step 0 of episode 0: 0 + .5*0 (x's own -0.1 is not the planner's) + .25*0 + .125*1
+    # planner anchor (p, s0): 0.125, 0.5, 0, 0 -> mean 0.15625
+    assert agent[0] == pytest.approx(0.125 - 0.15625)
+    assert agent[2] == pytest.approx(0.5 - 0.15625)
+    path = step_level(samples, step_return="path")
+    # "path": the executor's -0.1 counts for the planner: 0 - .05 + 0 + .125 = 0.075; step 2: 0.5
+    assert path[0] == pytest.approx(0.075 - (0.075 + 0.5) / 4)
+    # The executor's own stream is the same under both readings (only its own terms and team terms)
+    executor = [1, 3, 5, 7]
+    assert close(agent[executor], path[executor])
+    with pytest.raises(ValueError, match="step_return"):
+        gigpo(samples, step_return="team")
+
+
+def test_gigpo_anchor_observation_separates_prompts_of_one_state():
+    samples = [
+        dataclasses.replace(s, prompt=f"plan {s.episode}") if s.role == "executor" else s
+        for s in gigpo_team_batch()
+    ]
+    state = gigpo(samples, anchor="state").diagnostics
+    observed = gigpo(samples, anchor="observation").diagnostics
+    assert state["anchor/num_groups"] == 2  # (p, s0) and (x, s0), four members each
+    assert observed["anchor/num_groups"] == 3  # the executor's two plans are two groups
+    assert observed["anchor/group_size_histogram"] == {2: 2, 4: 1}
+    with pytest.raises(ValueError, match="anchor"):
+        gigpo(samples, anchor="prompt")

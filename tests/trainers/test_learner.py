@@ -99,7 +99,7 @@ def test_dynamic_sampling_drops_zero_advantages_and_reports_them():
     batch = rollout(team)
     result = random_advantages(batch)
     result.advantages[::2] = 0.0
-    metrics = Learner(team, LearnerConfig()).step(batch.samples, result)["tiny-test"]
+    metrics = Learner(team, LearnerConfig(dynamic_sampling=True)).step(batch.samples, result)["tiny-test"]
     zeros = int((result.advantages == 0).sum())
     assert metrics["dropped_zero_advantage"] == zeros
     assert metrics["samples"] == len(batch.samples) - zeros
@@ -113,9 +113,8 @@ def test_pi_old_from_the_sampler_equals_recomputed_on_policy():
     result = random_advantages(batch)
     for recompute in (False, True):
         policy = HFPolicy("tiny-test")
-        metrics = Learner(Team.shared(env, policy), LearnerConfig(recompute_old_logprobs=recompute)).step(
-            batch.samples, result
-        )["tiny-test"]
+        config = LearnerConfig(old_logprobs="recompute" if recompute else "sampler")
+        metrics = Learner(Team.shared(env, policy), config).step(batch.samples, result)["tiny-test"]
         assert metrics["ratio_max"] == pytest.approx(1.0, abs=1e-3)  # on-policy: ratio 1
         assert metrics["clip_fraction"] == 0.0
 
