@@ -321,9 +321,9 @@ def _validate(config: TrainConfig) -> None:
         )
     if estimator == "matpo" and config.team == "single":
         raise ConfigError("algo/estimator 'matpo' needs a planner role; use --team mas")
-    if config.advantage_scale is not None and estimator == "rloo":
+    if config.advantage_scale not in (None, "none") and estimator == "rloo":
         raise ConfigError(
-            "estimator 'rloo' has no advantage scale (A = r - mean of the others); drop --advantage-scale"
+            "estimator 'rloo' is never std-normalised (A = r - mean of the others); drop --advantage-scale"
         )
     if config.advantage_scale == "batch" and estimator == "gigpo":
         raise ConfigError("gigpo normalises per group or not at all; pass --advantage-scale group or none")
@@ -350,7 +350,8 @@ def resolve_config(config: TrainConfig) -> TrainConfig:
     if config.lr is None:
         updates["lr"] = 5e-4 if config.lora else 1e-5
     if config.advantage_scale is None:
-        updates["advantage_scale"] = LOSS_ADVANTAGE_SCALE[config.loss]
+        estimator = updates.get("estimator", config.estimator)
+        updates["advantage_scale"] = "none" if estimator == "rloo" else LOSS_ADVANTAGE_SCALE[config.loss]
     if config.dynamic_sampling is None:
         updates["dynamic_sampling"] = LOSS_DYNAMIC_SAMPLING[config.loss]
     return dataclasses.replace(config, **updates)

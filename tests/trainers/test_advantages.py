@@ -504,3 +504,91 @@ def test_gigpo_anchor_observation_separates_prompts_of_one_state():
     assert observed["anchor/group_size_histogram"] == {2: 2, 4: 1}
     with pytest.raises(ValueError, match="anchor"):
         gigpo(samples, anchor="prompt")
+
+
+# ------------------------------------------- real rollouts: the returns the env itself defines
+
+
+def played(team_of, episodes_per_task=4, n_tasks=6, max_cycles=2):
+    """Plain rollouts of easy Plan-Path by a scripted team (no model needed)."""
+    import envs
+    from agents.team import Team
+    from trainers.rollout import plain_rollout
+
+    env = envs.make("plan_path", max_cycles=max_cycles)
+    team = Team(env, team_of(env))
+    tasks = [TaskKey(env.spec.id, "train", seed) for seed in envs.split_seeds("train", n_tasks)]
+    sampling_params = __import__("agents.base", fromlist=["SamplingParams"]).SamplingParams(temperature=1.0)
+    return plain_rollout(
+        tasks,
+        team,
+        episodes_per_task=episodes_per_task,
+        sampling=sampling_params,
+        env_kwargs={"max_cycles": 2},
+    )
+
+
+def random_roles(env):
+    from agents.scripted import RandomPolicy
+
+    return {role: RandomPolicy(seed=i) for i, role in enumerate(env.roles)}
+
+
+def test_per_agent_episode_returns_equal_the_rollouts_episode_returns():
+    batch = played(random_roles)
+    result = per_agent(batch.samples, base="episode", scale="none")
+    returns = {(e.task, e.index): e.returns for e in batch.episodes}
+    by_group: dict = {}
+    for (task, _), r in returns.items():
+        for agent, value in r.items():
+            by_group.setdefault((task, agent), []).append(value)
+    expected = [
+        returns[(s.task, s.episode)][s.agent] - np.mean(by_group[(s.task, s.agent)]) for s in batch.samples
+    ]
+    assert close(result.advantages, expected, tol=1e-9)
+    assert any(r["planner_0"] != 0 for r in returns.values())
+
+
+class SometimesFollows:
+    """An executor that plays the solver's moves with probability 1/2, else a random legal move."""
+
+    name = "sometimes"
+
+    def __init__(self):
+        from agents.scripted import OraclePolicy, RandomPolicy
+
+        self.oracle, self.random, self.rng = OraclePolicy(), RandomPolicy(seed=5), np.random.default_rng(7)
+
+    def generate(self, prompts, *, num_samples=1, sampling=None, adapter=None):
+        good = self.oracle.generate(prompts, num_samples=num_samples)
+        bad = self.random.generate(prompts, num_samples=num_samples)
+        return [
+            [g if self.rng.random() < 0.5 else b for g, b in zip(gs, bs, strict=True)]
+            for gs, bs in zip(good, bad, strict=True)
+        ]
+
+
+def test_matpo_on_real_rollouts_credits_the_success_an_oracle_planner_enables():
+    """The audit's case end to end: an oracle planner and a random executor that sometimes
+    follows through. The planner's score is its episode return, success included."""
+    from agents.scripted import OraclePolicy
+
+    batch = played(lambda env: {"planner": OraclePolicy(), "executor": SometimesFollows()}, n_tasks=8)
+    result = matpo(batch.samples, scale="none")
+    score = {(e.task, e.index): e.returns["planner_0"] for e in batch.episodes}
+    by_task: dict = {}
+    for (task, _), value in score.items():
+        by_task.setdefault(task, []).append(value)
+    expected = [score[(s.task, s.episode)] - np.mean(by_task[s.task]) for s in batch.samples]
+    assert close(result.advantages, expected, tol=1e-9)
+    mixed = [t for t in by_task if len({e.success for e in batch.episodes if e.task == t}) == 2]
+    assert mixed, "no task with both a success and a failure: pick other seeds"
+    success = {(e.task, e.index): e.success for e in batch.episodes}
+    for task in mixed:  # the planner is credited for the success it enabled
+        pairs = zip(batch.samples, result.advantages, strict=True)
+        planner = [
+            (a, success[(s.task, s.episode)]) for s, a in pairs if s.task == task and s.role == "planner"
+        ]
+        won = np.mean([a for a, ok in planner if ok])
+        lost = np.mean([a for a, ok in planner if not ok])
+        assert won > 0 > lost, (task, planner)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from trainers.config import ConfigError, TrainConfig, resolve_config
+from trainers.config import ConfigError, TrainConfig, estimator_options, resolve_config
 
 TEST_ENV = "tests.trainers.conftest:test/even_plan"
 
@@ -40,8 +40,35 @@ def test_presets_fill_what_was_not_given_and_explicit_values_win():
         ({"env_kwargs": {"team": "single"}}, "--team"),
         ({"top_p": 0.0}, "--top-p"),
         ({"lr": -1.0}, "--lr"),
+        ({"passes": 0}, "--passes"),
+        ({"mini_batches": 0}, "--mini-batches"),
+        ({"algo": "grpo", "estimator": "rloo", "advantage_scale": "group"}, "--advantage-scale"),
+        ({"algo": "gigpo", "advantage_scale": "batch"}, "--advantage-scale group"),
     ],
 )
 def test_config_errors_name_the_field_and_the_fix(kwargs, named):
     with pytest.raises(ConfigError, match=named.replace("-", r"\-")):
         TrainConfig(**kwargs)
+
+
+def test_loss_presets_set_their_advantage_scale_and_dynamic_sampling():
+    grpo = resolve_config(TrainConfig(env="sokoban"))
+    assert (grpo.advantage_scale, grpo.dynamic_sampling) == ("group", False)
+    assert estimator_options(grpo) == {"scale": "group"}
+    dr = resolve_config(TrainConfig(env="sokoban", loss="dr_grpo"))
+    assert (dr.advantage_scale, dr.dynamic_sampling) == ("none", False)
+    assert estimator_options(dr) == {"scale": "none"}
+    dapo = resolve_config(TrainConfig(env="sokoban", loss="dapo"))
+    assert (dapo.advantage_scale, dapo.dynamic_sampling) == ("group", True)
+    assert estimator_options(resolve_config(TrainConfig(algo="gigpo", loss="dr_grpo"))) == {
+        "norm": "mean_norm"
+    }
+    assert estimator_options(resolve_config(TrainConfig(algo="grpo", estimator="rloo"))) == {}
+    explicit = resolve_config(TrainConfig(loss="dapo", dynamic_sampling=False, advantage_scale="batch"))
+    assert (explicit.advantage_scale, explicit.dynamic_sampling) == ("batch", False)
+
+
+def test_matpo_trains_one_shared_policy_unless_told_otherwise():
+    assert resolve_config(TrainConfig(algo="matpo")).policy == "shared"
+    assert resolve_config(TrainConfig(algo="matpo", policy="per_role")).policy == "per_role"
+    assert resolve_config(TrainConfig(algo="at_grpo")).policy == "per_role"

@@ -230,3 +230,120 @@ def test_shared_prefix_step_equals_the_plain_step(aggregation):
     assert shared_metrics["loss"] == pytest.approx(plain_metrics["loss"], abs=1e-6)
     for a, b in zip(plain, shared, strict=True):
         assert torch.allclose(a, b, rtol=1e-3, atol=1e-7)
+
+
+# ------------------------------------------------------------- pi_old, passes, dynamic sampling
+def capture_gradients(learner, unit_name="tiny-test"):
+    """Replace the unit's optimiser step with a recorder of the gradients it would apply."""
+    grads = []
+    model = learner.units[unit_name].policy.model
+    learner.units[unit_name].optimizer.step = lambda: grads.append(
+        [p.grad.detach().clone() for p in model.parameters() if p.grad is not None]
+    )
+    return grads
+
+
+def test_bfloat16_pi_old_is_recomputed_so_the_first_ratio_is_one():
+    """In bf16 the sampler's incremental (KV-cache) logprobs differ from the learner's full
+    forward; "auto" recomputes pi_old, so the first pass is exactly on-policy."""
+    env = envs.make("plan_path")
+    policy = HFPolicy("tiny-test", dtype="bfloat16")
+    team = Team.shared(env, policy)
+    batch = rollout(team, max_new_tokens=8)
+    result = random_advantages(batch)
+    learner = Learner(team, LearnerConfig(lr=1e-3))  # old_logprobs="auto"
+    assert learner.recomputes_old_logprobs(learner.units["tiny-test"])
+    metrics = learner.step(batch.samples, result)["tiny-test"]
+    assert metrics["old_logprobs_recomputed"] == 1.0
+    assert abs(metrics["ratio_mean"] - 1.0) <= 1e-3 and abs(metrics["ratio_max"] - 1.0) <= 1e-3
+    assert metrics["clip_fraction"] == 0.0
+    assert metrics["old_logprob_gap_max"] > 0.0  # the sampler's were off (more so in a real model)
+    trusting = Learner(
+        Team.shared(env, HFPolicy("tiny-test", dtype="bfloat16")), LearnerConfig(old_logprobs="sampler")
+    )
+    assert trusting.step(batch.samples, result)["tiny-test"]["old_logprobs_recomputed"] == 0.0
+    fp32 = Learner(Team.shared(env, HFPolicy("tiny-test")), LearnerConfig())
+    assert not fp32.recomputes_old_logprobs(fp32.units["tiny-test"])  # float32: exact, no extra forward
+
+
+def test_second_pass_moves_the_ratio_and_clipping_engages():
+    env = envs.make("plan_path")
+    team = Team.shared(env, HFPolicy("tiny-test"))
+    batch = rollout(team, max_new_tokens=8)
+    result = random_advantages(batch)
+    result.advantages[:] = np.sign(result.advantages) * 3.0  # large, one-signed per sample
+    learner = Learner(team, LearnerConfig(lr=3e-2, passes=2, max_grad_norm=None))
+    metrics = learner.step(batch.samples, result)["tiny-test"]
+    assert metrics["optimizer_steps"] == 2
+    assert metrics["pass1/ratio_mean"] == pytest.approx(1.0, abs=1e-4)  # pi_old = the sampler's
+    assert metrics["pass1/clip_fraction"] == 0.0
+    assert abs(metrics["pass2/ratio_mean"] - 1.0) > 1e-2  # the first update moved the policy
+    assert metrics["pass2/clip_fraction"] > 0.0 and metrics["pass2/approx_kl_old"] != 0.0
+
+
+def test_mini_batches_split_whole_prompt_groups_in_a_seeded_order():
+    env = envs.make("plan_path")
+    team = Team.shared(env, HFPolicy("tiny-test"))
+    batch = rollout(team, n_tasks=4)
+    learner = Learner(team, LearnerConfig(mini_batches=2))
+    indices = list(range(len(batch.samples)))
+    parts = learner._split(batch.samples, indices, np.random.default_rng(0))
+    assert len(parts) == 2 and sorted(i for part in parts for i in part) == indices
+    prompts = [{batch.samples[i].prompt_token_ids for i in part} for part in parts]
+    assert not prompts[0] & prompts[1]  # a prompt group is never cut in two
+    assert parts == learner._split(batch.samples, indices, np.random.default_rng(0))
+    metrics = learner.step(batch.samples, random_advantages(batch), seed=1)["tiny-test"]
+    assert metrics["optimizer_steps"] == 2
+
+
+@pytest.mark.parametrize("aggregation", ["token-mean", "seq-mean-token-mean"])
+def test_dynamic_sampling_off_keeps_zero_advantage_samples_in_the_loss(aggregation):
+    """Off (GRPO's default), zero-advantage samples stay in the aggregation's denominator: the
+    gradient is the dropped run's, scaled by (non-zero share). They are counted, not forwarded."""
+    env = envs.make("plan_path")
+    batch = rollout(Team.shared(env, HFPolicy("tiny-test")), max_new_tokens=8)
+    result = random_advantages(batch)
+    result.advantages[::2] = 0.0
+    runs = {}
+    for drop in (True, False):
+        learner = Learner(
+            Team.shared(env, HFPolicy("tiny-test")),
+            LearnerConfig(aggregation=aggregation, dynamic_sampling=drop, max_grad_norm=None),
+        )
+        grads = capture_gradients(learner)
+        runs[drop] = (learner.step(batch.samples, result)["tiny-test"], grads[0])
+    (kept, grads_kept), (dropped, grads_dropped) = runs[False], runs[True]
+    zero = result.advantages == 0
+    assert kept["samples"] == len(batch.samples) and kept["zero_advantage_kept"] == zero.sum()
+    assert dropped["samples"] == len(batch.samples) - zero.sum()
+    sizes = np.array([len(t.token_ids) if aggregation == "token-mean" else 1 for t in batch.samples])
+    share = sizes[~zero].sum() / sizes.sum()
+    for a, b in zip(grads_kept, grads_dropped, strict=True):
+        assert torch.allclose(a, b * share, rtol=1e-4, atol=1e-8)
+    assert kept["loss"] == pytest.approx(dropped["loss"] * share, rel=1e-4)
+
+
+def test_dr_grpo_loss_needs_the_generation_budget_at_construction():
+    with pytest.raises(ValueError, match="max_response_length"):
+        LearnerConfig(loss="dr_grpo")
+    assert LearnerConfig(loss="dr_grpo", max_response_length=16).loss_kwargs()["max_response_length"] == 16
+
+
+@pytest.mark.slow
+def test_bfloat16_pi_old_of_the_real_model():
+    """SmolLM2-135M in bf16 on CPU: the sampler's logprobs are off by ~0.04 on average (enough to
+    put ratios outside the clip range on the first pass); recomputed, the first ratio is 1."""
+    env = envs.make("plan_path")
+    batch = rollout(Team.shared(env, HFPolicy("smollm2-135m-instruct", dtype="bfloat16")), max_new_tokens=8)
+    result = random_advantages(batch)
+    runs = {}
+    for mode in ("auto", "sampler"):
+        team = Team.shared(env, HFPolicy("smollm2-135m-instruct", dtype="bfloat16"))
+        learner = Learner(team, LearnerConfig(lr=1e-5, old_logprobs=mode))
+        runs[mode] = learner.step(batch.samples, result)["smollm2-135m-instruct"]
+    auto, sampler = runs["auto"], runs["sampler"]
+    print(f"\n[bf16 pi_old] sampler-learner gap mean {auto['old_logprob_gap_mean']:.4f} max "
+          f"{auto['old_logprob_gap_max']:.4f}; trusted: ratio max {sampler['ratio_max']:.4f}")  # fmt: skip
+    assert auto["old_logprobs_recomputed"] == 1.0 and auto["old_logprob_gap_mean"] > 1e-3
+    assert abs(auto["ratio_max"] - 1.0) <= 1e-3 and abs(auto["ratio_mean"] - 1.0) <= 1e-3
+    assert abs(sampler["ratio_max"] - 1.0) > 1e-2  # what trusting the sampler would have done
