@@ -442,20 +442,18 @@ class Learner:
         for p in range(config.passes):
             parts = first if p == 0 else [plan(part, old) for part in self._split(samples, indices, rng)]
             this_pass = [m for batches, idle_d in parts if (m := self._optimizer_step(unit, batches, idle_d))]
-            for m in this_pass:
-                m["pass"] = p + 1
             steps += this_pass
             if config.passes > 1 and this_pass:
                 for key in ("clip_fraction", "approx_kl_old", "ratio_mean"):
                     out[f"pass{p + 1}/{key}"] = float(np.mean([m[key] for m in this_pass]))
         if not steps:
-            return {**out, "skipped_zero_weight": 1.0}  # nothing to learn (zero weights / no forward)
+            return {**out, "skipped_zero_weight": 1.0}  # nothing to learn: zero weights or advantages
         for key in steps[0]:
             if key == "ratio_max":
                 out[key] = float(max(m[key] for m in steps))
             elif key in ("micro_batches", "prefix_groups", "token_forwards"):
                 out[key] = float(sum(m[key] for m in steps))
-            elif key != "pass":
+            else:
                 out[key] = float(np.mean([m[key] for m in steps]))
         out["optimizer_steps"] = float(len(steps))
         return out
