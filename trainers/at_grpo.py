@@ -3,7 +3,8 @@ MATPO via ``--algo``) and leave a run directory behind.
 
 One step = tree or plain rollouts on ``tasks_per_step`` fresh training tasks, advantages
 from the chosen estimator, then ``passes`` x ``mini_batches`` optimiser steps per trained
-unit. Before training, every ``eval_every`` steps and at the end, the team plays held-out test tasks (K = 1).
+unit. Before training, every ``eval_every`` steps and at the end, the team plays held-out
+test tasks (K = 1).
 
 Run directory (``<output_dir>/<run_name>``):
 
@@ -53,6 +54,7 @@ from trainers.teams import build_team, served_policies, sync_served_weights
 
 __all__ = ["Summary", "train", "main", "load_run_config", "rollout_for_step", "step_sampling"]
 
+LEGACY_DEFAULTS = {"dynamic_sampling": True, "old_logprobs": "sampler"}
 LEARNER_KEYS = (
     "loss",
     "pg_loss",
@@ -90,7 +92,11 @@ def load_run_config(run_dir: str | Path, overrides: Mapping[str, Any] | None = N
     path = Path(run_dir) / "config.json"
     if not path.is_file():
         raise ConfigError(f"resume={str(run_dir)!r}: no config.json there; pass the run directory of a run")
-    saved = config_from_dict(TrainConfig, json.loads(path.read_text()))
+    data = json.loads(path.read_text())
+    # Runs saved before these fields existed always dropped zero-advantage samples and trusted
+    # the sampler's logprobs: keep doing so, or their resumed steps would differ.
+    data = {**LEGACY_DEFAULTS, **data}
+    saved = config_from_dict(TrainConfig, data)
     overrides = dict(overrides or {})
     changed = sorted(
         name

@@ -110,6 +110,16 @@ def test_resume_keeps_the_saved_config(tmp_path):
         load_run_config(tmp_path / "missing")
 
 
+def test_resuming_a_run_saved_before_the_update_fields_keeps_its_old_behaviour(tmp_path):
+    saved = config_to_dict(resolve_config(TrainConfig(env="sokoban", run_name="x")))
+    for name in ("dynamic_sampling", "old_logprobs", "advantage_scale", "passes", "mini_batches"):
+        del saved[name]
+    (tmp_path / "config.json").write_text(json.dumps(saved))
+    resumed = resolve_config(load_run_config(tmp_path, {"resume": str(tmp_path)}))
+    assert (resumed.dynamic_sampling, resumed.old_logprobs) == (True, "sampler")
+    assert (resumed.passes, resumed.mini_batches, resumed.advantage_scale) == (1, 1, "group")
+
+
 # ------------------------------------------------------------------------- the run directory
 REQUIRED_STEP_KEYS = (
     "success",
