@@ -427,9 +427,9 @@ class Learner:
             """A mini-batch's micro-batches and its counted-only samples' denominator share."""
             forwarded = [i for i in part if i not in idle]
             batches = list(self._micro_batches(unit, samples, forwarded, advantages, weights, old))
-            per_sample = [len(samples[i].token_ids) if aggregation == "token-mean" else 1 for i in part]
-            counted = sum(weights[i] * n for i, n in zip(part, per_sample, strict=True) if i in idle)
-            return batches, float(counted)
+            counted = [i for i in part if i in idle]
+            lengths = [len(samples[i].token_ids) for i in counted]
+            return batches, _denominator_share(weights[counted], lengths, aggregation)
 
         first = [plan(part, None) for part in self._split(samples, indices, rng)]
         out: dict[str, float] = {"zero_advantage_kept": float(len(idle))}
@@ -472,7 +472,7 @@ class Learner:
                 batch.old_logprobs = recomputed
                 for row, i in enumerate(batch.indices):
                     old[i] = recomputed[row, : int(mask[row].sum())].tolist()
-        gap = torch.cat(gaps) if gaps else torch.zeros(1)
+        gap = torch.cat(gaps) if gaps else torch.zeros(0)
         return {
             "old_logprobs_recomputed": 1.0,
             "old_logprob_gap_mean": float(gap.mean()) if gap.numel() else 0.0,
@@ -541,12 +541,17 @@ class Learner:
                 return self._logprobs(unit.policy.model, batch)[0]
 
 
+def _denominator_share(weights: Sequence[float], lengths: Sequence[float], aggregation: str) -> float:
+    """Sequences' part of ``trainers.losses`` aggregation denominator: their weighted token
+    counts (``token-mean``) or weights (sequence modes; a sequence without tokens counts 0)."""
+    w, n = np.asarray(weights, dtype=np.float64), np.asarray(lengths, dtype=np.float64)
+    return float((w * (n if aggregation == "token-mean" else n > 0)).sum())
+
+
 def _denominator(batch: _MicroBatch, aggregation: str) -> float:
-    """The micro-batch's part of ``trainers.losses`` aggregation denominator."""
-    lengths = batch.response_mask.sum(-1).float()
-    if aggregation == "token-mean":
-        return float((batch.weights * lengths).sum())
-    return float((batch.weights * (lengths > 0).float()).sum())
+    """The micro-batch's part of the aggregation denominator."""
+    lengths = batch.response_mask.sum(-1).cpu().numpy()
+    return _denominator_share(batch.weights.cpu().numpy(), lengths, aggregation)
 
 
 def _grad_norm(parameters: Sequence[torch.nn.Parameter]) -> float:
