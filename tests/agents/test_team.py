@@ -122,7 +122,7 @@ def test_override_reorders_turns_and_check_env_demands_turn_order():
     team = Team.shared(envs.make("plan_path"), OraclePolicy(), workflow=workflow)
     assert team.turn_order == ("executor", "planner")
     with pytest.raises(
-        ValueError, match=r"envs\.make\('plan_path-v0', turn_order=\('executor', 'planner'\)\)"
+        ValueError, match=r"envs\.make\('plan_path-v1', turn_order=\('executor', 'planner'\)\)"
     ):
         team.check_env(envs.make("plan_path"))
     with pytest.raises(ValueError, match="team variant"):

@@ -16,7 +16,7 @@ from tests.trainers.test_teams import TEST_ENV, train_tiny
 from trainers.cli import field_docs
 from trainers.run_log import read_jsonl
 
-PLANNING = ["plan_path-v0", "sokoban-v0", "sudoku-v0"]
+PLANNING = ["plan_path-v1", "sokoban-v1", "sudoku-v0"]
 
 
 def tiny(tmp_path, *args, name="run"):
@@ -65,8 +65,8 @@ def test_results_files(planning):
     )
     assert data["versions"]["torch"] and data["versions"]["pettingzoo"] and data["versions"]["python"]
     assert data["models"]["model"]["name"] == "tiny-test"
-    assert data["envs"]["sokoban-v0 (easy)"]["id"] == "sokoban-v0"
-    assert data["envs"]["sokoban-v0 (easy)"]["kwargs"] == {"difficulty": "easy", "max_cycles": 2}
+    assert data["envs"]["sokoban-v1 (easy)"]["id"] == "sokoban-v1"
+    assert data["envs"]["sokoban-v1 (easy)"]["kwargs"] == {"difficulty": "easy", "max_cycles": 2}
     assert data["protocol"]["split"] == "test" and data["complete"] is True
     assert len(data["cells"]) == 4 * 3
     oracle = next(c for c in data["cells"] if c["row"] == "oracle mas" and c["env"] == "sudoku-v0")
@@ -76,7 +76,7 @@ def test_results_files(planning):
     assert unsolved["mean"]["turns_to_success"] is None  # NaN is written as null
     markdown = (out / "results.md").read_text()
     assert "### success rate" in markdown and "| oracle mas | 1.000 ± 0.000 |" in markdown
-    assert "| team | plan_path-v0 (easy) | sokoban-v0 (easy) | sudoku-v0 (easy) |" in markdown
+    assert "| team | plan_path-v1 (easy) | sokoban-v1 (easy) | sudoku-v0 (easy) |" in markdown
     for plot in ("success", "invalid_rate", "tokens_per_episode"):
         assert (out / "plots" / f"{plot}.png").stat().st_size > 1000
     assert len(list((out / "transcripts").glob("*.md"))) == 12
@@ -173,8 +173,8 @@ def test_every_difficulty_is_a_column(tmp_path):
     for difficulty in ("easy", "medium", "hard"):
         assert results.cell("oracle mas", "sokoban", difficulty).mean["success"] == 1.0
     header = json.loads((results.out_dir / "results.json").read_text())["envs"]
-    assert header["sokoban-v0 (easy)"]["max_cycles"] == 2  # the trainer preset's horizon
-    assert header["sokoban-v0 (hard)"]["max_cycles"] == envs.spec("sokoban").max_cycles  # long enough
+    assert header["sokoban-v1 (easy)"]["max_cycles"] == 2  # the trainer preset's horizon
+    assert header["sokoban-v1 (hard)"]["max_cycles"] == envs.spec("sokoban").max_cycles  # long enough
     assert (results.out_dir / "plots" / "difficulty.png").is_file()
     assert math.isnan(results.cell("oracle mas", "sokoban", "hard").se["success"])  # one seed: no s.e.
 
@@ -201,7 +201,7 @@ def test_help_lists_every_field_and_group(capsys):
         (["--env", "sokobann"], "Did you mean"),
         (["--env", "sokoban", "--split", "train"], "only plays held-out tasks"),
         (["--env", "sokoban", "--task-seeds", "5"], "evaluation never plays training tasks"),
-        (["--env", "sokoban", "--difficulty", "extreme"], "not a preset of sokoban-v0"),
+        (["--env", "sokoban", "--difficulty", "extreme"], "not a preset of sokoban-v1"),
         (["--env", "sokoban", "--samples", "4", "--temperature", "0"], "identical greedy"),
         (["--env", "sokoban", "--roles", "planner=wizard"], "ROLE=POLICY"),
         (["--env", "sokoban", "--baselines", "bogus"], "baselines ['bogus'] are unknown"),
@@ -220,7 +220,7 @@ def test_config_errors_exit_2_with_the_fix(tmp_path, capsys, args, message):
 
 def test_select_columns_takes_the_latest_version():
     columns = select_columns(EvalConfig(env=("sokoban", "plan_path-v0")))
-    assert [(c.env_id, c.difficulty) for c in columns] == [("sokoban-v0", "easy"), ("plan_path-v0", "easy")]
+    assert [(c.env_id, c.difficulty) for c in columns] == [("sokoban-v1", "easy"), ("plan_path-v0", "easy")]
     with pytest.raises(ConfigError):
         EvalConfig(env=("sokoban",), task_seeds=(1,))
 

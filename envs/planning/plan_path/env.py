@@ -15,7 +15,8 @@ moves; ``team="single"``: ``solver_0`` does both. Protocol and reward terms:
   ``height``, ``width``, ``wall_density``, ``min_distance``.
 * Invalid actions: no answer block, an unknown move, walking into a wall or off the grid.
 
-Version history: v0 - first release.
+Version history: v0 - first release; v1 - brief prompts (``prompt_style="brief"``),
+about half the tokens, no example answer to copy. Rules and rewards unchanged.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ class PlanPathEnv(PlanningEnv):
         parse_moves=prompts.parse_moves,
         format_moves=prompts.format_moves,
         instructions=prompts.instructions,
+        brief_instructions=prompts.brief_instructions,
     )
 
     def __init__(

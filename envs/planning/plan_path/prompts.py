@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from envs.parsing import split_items
 
-__all__ = ["instructions", "parse_moves", "format_moves"]
+__all__ = ["instructions", "brief_instructions", "parse_moves", "format_moves"]
 
 RULES = (
     "Plan-Path: move the walker A to the goal G on the grid. '#' is a wall, '.' is free. "
@@ -25,6 +25,16 @@ ROLE_JOBS = {
     "solver": "You solve the task alone. Think briefly, then commit the moves to make now.",
 }
 
+# The brief prompt (plan_path-v1): what a 135M model needs and no more. The verbose text above
+# costs ~150 tokens per turn in generation, learning and warm start, and its example answer
+# is what an untrained small model copies.
+BRIEF_RULES = "Plan-Path: walk A to the goal G on the grid. '#' is a wall. Moves: U D L R."
+BRIEF_JOBS = {
+    "planner": "You are the planner: write every move from A to G.",
+    "executor": "You are the executor: write the moves to make now, checking the planner's plan.",
+    "solver": "Write every move from A to G.",
+}
+
 _ALIASES = {
     "u": "U", "up": "U", "n": "U", "north": "U",
     "d": "D", "down": "D", "s": "D", "south": "D",
@@ -35,6 +45,11 @@ _ALIASES = {
 
 def instructions(role: str, max_moves: int) -> str:
     return f"{ROLE_JOBS[role]}\n{RULES}\n{GRAMMAR} At most {max_moves} moves per answer are read."
+
+
+def brief_instructions(role: str) -> tuple[str, str]:
+    """(rules before the grid, the role's job after it) of the brief prompt."""
+    return BRIEF_RULES, BRIEF_JOBS[role]
 
 
 def parse_moves(answer: str) -> tuple[list[str], str | None]:

@@ -33,7 +33,8 @@ Roles (``team="mas"``): ``planner_0`` proposes the moves, ``executor_0`` commits
 * A level may become unsolvable (a box stuck in a corner); the episode then runs to
   truncation, and ``solution()`` returns ``None``.
 
-Version history: v0 - first release.
+Version history: v0 - first release; v1 - brief prompts (``prompt_style="brief"``),
+about half the tokens, no example answer to copy. Rules and rewards unchanged.
 """
 
 from __future__ import annotations
@@ -58,6 +59,7 @@ class SokobanEnv(PlanningEnv):
         parse_moves=prompts.parse_moves,
         format_moves=prompts.format_moves,
         instructions=prompts.instructions,
+        brief_instructions=prompts.brief_instructions,
     )
 
     def __init__(

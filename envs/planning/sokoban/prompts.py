@@ -6,7 +6,7 @@ import re
 
 from envs.parsing import split_items
 
-__all__ = ["instructions", "parse_moves", "format_moves", "LEGEND"]
+__all__ = ["instructions", "brief_instructions", "parse_moves", "format_moves", "LEGEND"]
 
 LEGEND = (
     "'#' wall, '_' floor, '.' target, '$' box, '*' box on a target, '@' you (the player), "
@@ -36,6 +36,18 @@ ROLE_JOBS = {
     "solver": "You solve the task alone. Think briefly, then commit the moves to make now.",
 }
 
+# The brief prompt (sokoban-v1): the rules a small model needs, about a third of the tokens.
+BRIEF_RULES = (
+    "Sokoban: push every box onto a target. '#' wall, '_' floor, '.' target, '$' box, '*' box on "
+    "a target, '@' you, '+' you on a target. Moves: U D L R. Walk into a box to push it; you "
+    "cannot pull."
+)
+BRIEF_JOBS = {
+    "planner": "You are the planner: write the moves that put every box on a target.",
+    "executor": "You are the executor: write the moves to make now, checking the planner's plan.",
+    "solver": "Write the moves that put every box on a target.",
+}
+
 _ALIASES = {
     "u": "U", "up": "U", "north": "U",
     "d": "D", "down": "D", "south": "D",
@@ -48,6 +60,11 @@ _PUNCTUATION = ".!()[]{}'\"`"
 
 def instructions(role: str, max_moves: int) -> str:
     return f"{ROLE_JOBS[role]}\n{RULES}\n{GRAMMAR} At most {max_moves} moves per answer are read."
+
+
+def brief_instructions(role: str) -> tuple[str, str]:
+    """(rules before the grid, the role's job after it) of the brief prompt."""
+    return BRIEF_RULES, BRIEF_JOBS[role]
 
 
 def parse_moves(answer: str) -> tuple[list[str], str | None]:

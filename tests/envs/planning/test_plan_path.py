@@ -138,7 +138,7 @@ def test_planner_reward_scores_plan_on_a_copy_executor_gets_real_progress():
         "local/plan_solves": 0.5,
     }
     assert env.state_key() == start  # the planner never moves the walker
-    assert "The planner says:\n<answer>" in env.observe("executor_0")["prompt"]
+    assert "The planner's plan: <answer>" in env.observe("executor_0")["prompt"]
     env.step(f"<answer>{best[0]}</answer>")  # executor: one step
     terms = env.infos["executor_0"]["reward_terms"]
     assert terms["team/progress"] == pytest.approx(1 / env.puzzle.board.max_distance)
@@ -184,3 +184,27 @@ def test_a_level_longer_than_the_episode_warns():
     env = envs.make("plan_path", difficulty="hard", max_cycles=1, max_moves_per_turn=2)
     with pytest.warns(UserWarning, match="max_cycles \\* max_moves_per_turn = 2"):
         env.reset(seed=0)
+
+
+def test_v1_is_the_brief_prompt_and_v0_keeps_the_verbose_one():
+    brief, verbose = envs.make("plan_path"), envs.make("plan_path-v0")
+    assert brief.prompt_style == "brief" and verbose.prompt_style == "verbose"
+    for env in (brief, verbose):
+        env.reset(seed=3)
+    for agent in ("planner_0", "executor_0"):
+        short, long = brief.observe(agent)["prompt"], verbose.observe(agent)["prompt"]
+        assert brief.puzzle.render() in short and "Legal moves now:" in short
+        assert len(short) < 0.6 * len(long)
+        assert "R R D L" not in short  # no example answer for a small model to copy
+        step = f"<answer>{' '.join(brief.solution())}</answer>"
+        brief.step(step)
+        verbose.step(step)
+    assert brief.rewards == verbose.rewards  # same rules and rewards, only the text differs
+    assert "Result of your last answer:" in brief.observe("planner_0")["prompt"]
+
+
+def test_prompt_style_is_checked():
+    with pytest.raises(ValueError, match="prompt_style='short'"):
+        envs.make("plan_path", prompt_style="short")
+    with pytest.raises(ValueError, match="no brief prompts"):
+        envs.make("sudoku", prompt_style="brief")
