@@ -91,8 +91,9 @@ def is_training_run(path: str) -> bool:
     p = Path(path).expanduser()
     if (p / "state.json").is_file() and p.parent.name == "checkpoints":
         return True
-    try:  # a run's config.json is a TrainConfig (it has "algo"); a HF model's is not
-        return "algo" in json.loads((p / "config.json").read_text())
+    try:  # a run's config.json has "algo" (training) or "demos" (a warm start); a HF model's has neither
+        data = json.loads((p / "config.json").read_text())
+        return "algo" in data or "demos" in data
     except (OSError, ValueError, TypeError):
         return False
 

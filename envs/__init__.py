@@ -11,7 +11,7 @@ only numpy, gymnasium, pettingzoo and networkx; each env module loads on ``make`
 
 from envs.core import StepOutcome, TextAECEnv
 from envs.registration import EnvSpec, make, register, registered_ids, spec
-from envs.splits import TEST_SEED_START, split_of, split_seeds
+from envs.splits import TEST_SEED_START, split_of, split_seeds, validation_seeds
 
 __all__ = [
     "EnvSpec",
@@ -24,6 +24,7 @@ __all__ = [
     "spec",
     "split_of",
     "split_seeds",
+    "validation_seeds",
 ]
 
 # Planning envs. Bump -vN whenever prompts, grammar, rules or rewards change.

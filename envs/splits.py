@@ -5,6 +5,10 @@ Two guarantees, both tested:
 1. *Seeds*: training tasks use seeds in ``[0, TEST_SEED_START)``, test tasks use seeds in
    ``[TEST_SEED_START, TEST_SEED_START + TEST_SEED_COUNT)``. An env made for one split
    refuses the other split's seeds, so a training run can never reset into a test task.
+   Inside the train split, the last ``VALIDATION_SEED_COUNT`` seeds are the *validation
+   slice*: trainers never draw them as training tasks, so hyperparameters and warm-start
+   validation losses can be measured on train-split tasks no update has seen, without
+   touching the test split.
 2. *Content*: a level belongs to the split chosen by a hash of its canonical text (its
    "fingerprint"). The generator retries with a new stream until the level lands in the
    seed's split, so no puzzle can appear in both splits even when the level space is
@@ -24,6 +28,10 @@ __all__ = [
     "SPLITS",
     "TEST_SEED_START",
     "TEST_SEED_COUNT",
+    "VALIDATION_SEED_START",
+    "VALIDATION_SEED_COUNT",
+    "is_validation_seed",
+    "validation_seeds",
     "split_of",
     "split_range",
     "split_seeds",
@@ -35,6 +43,8 @@ __all__ = [
 SPLITS = ("train", "test")
 TEST_SEED_START = 1_000_000_000
 TEST_SEED_COUNT = 1_000_000_000
+VALIDATION_SEED_COUNT = 1_000_000
+VALIDATION_SEED_START = TEST_SEED_START - VALIDATION_SEED_COUNT
 _SPLIT_RANGES = {
     "train": range(0, TEST_SEED_START),
     "test": range(TEST_SEED_START, TEST_SEED_START + TEST_SEED_COUNT),
@@ -71,6 +81,21 @@ def split_seeds(split: str, n: int, start: int = 0) -> list[int]:
     if start < 0 or start + n > len(seeds):
         raise ValueError(f"split {split!r} has {len(seeds)} seeds; asked for [{start}, {start + n})")
     return list(seeds[start : start + n])
+
+
+def validation_seeds(n: int, start: int = 0) -> list[int]:
+    """Seeds ``start .. start + n - 1`` of the validation slice (train-split seeds that
+    trainers never train on; module docstring)."""
+    if start < 0 or start + n > VALIDATION_SEED_COUNT:
+        raise ValueError(
+            f"the validation slice has {VALIDATION_SEED_COUNT} seeds; asked for [{start}, {start + n})"
+        )
+    return list(range(VALIDATION_SEED_START + start, VALIDATION_SEED_START + start + n))
+
+
+def is_validation_seed(seed: int) -> bool:
+    """Whether a train-split seed lies in the validation slice."""
+    return VALIDATION_SEED_START <= seed < TEST_SEED_START
 
 
 def check_seed(seed: object, split: str) -> int:

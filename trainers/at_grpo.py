@@ -41,8 +41,15 @@ import numpy as np
 import envs
 from agents.base import SamplingParams
 from agents.team import Team
+from envs.splits import is_validation_seed
 from trainers.advantages import compute_advantages
-from trainers.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
+from trainers.checkpoint import (
+    init_checkpoint,
+    latest_checkpoint,
+    load_checkpoint,
+    load_initial_weights,
+    save_checkpoint,
+)
 from trainers.cli import config_from_dict, config_to_dict, parse_overrides
 from trainers.config import RESUMABLE_OVERRIDES, ConfigError, TrainConfig, estimator_options, resolve_config
 from trainers.evaluation import EvalResult, episode_metrics, evaluate, sample_metrics
@@ -137,8 +144,13 @@ def _seed_everything(seed: int) -> None:
 
 # ---------------------------------------------------------------------------- one step
 def _step_tasks(config: TrainConfig, step: int) -> list[TaskKey]:
-    """Fresh training tasks for ``step``: a pure function of (seed, step), distinct in a step."""
-    seeds = random.Random(f"{config.seed}-{step}").sample(range(envs.TEST_SEED_START), config.tasks_per_step)
+    """Fresh training tasks for ``step``: a pure function of (seed, step), distinct in a step,
+    never from the validation slice (``envs.splits``). ``random.sample`` over a range this
+    large draws one seed at a time, so the first draws do not depend on how many are asked."""
+    draws = random.Random(f"{config.seed}-{step}").sample(
+        range(envs.TEST_SEED_START), config.tasks_per_step + 8
+    )
+    seeds = [seed for seed in draws if not is_validation_seed(seed)][: config.tasks_per_step]
     return [TaskKey(envs.spec(config.env).id, "train", seed) for seed in seeds]
 
 
@@ -243,6 +255,18 @@ def _evaluate(config: TrainConfig, team: Team, logger: RunLogger, step: int) -> 
     return result.metrics
 
 
+def _initialise(config: TrainConfig, learner: Learner) -> None:
+    """--init: the named run's weights, and the KL reference of full-weight units with them."""
+    try:
+        source = load_initial_weights(config.init, learner, model=config.model)
+    except (FileNotFoundError, ValueError) as err:
+        raise ConfigError(str(err)) from None
+    for unit in learner.units.values():
+        if unit.reference is not None:  # LoRA units keep the base model (adapters off) as reference
+            unit.reference.load_state_dict(unit.policy.model.state_dict())
+    print(f"init: weights from {source}", file=sys.stderr)
+
+
 def _progress_bar(config: TrainConfig, start: int):
     from tqdm.auto import tqdm
 
@@ -263,6 +287,11 @@ def train(config: TrainConfig) -> Summary:
     env = envs.make(config.env, team=config.team, **config.env_kwargs)  # fails early on bad env_kwargs
     if config.estimator == "matpo" and "planner" not in env.roles:
         raise ConfigError(f"matpo needs a 'planner' role; {config.env} team {config.team!r} has {env.roles}")
+    if config.init and not config.resume:
+        try:
+            init_checkpoint(config.init, model=config.model)  # fail before any model loads
+        except (FileNotFoundError, ValueError) as err:
+            raise ConfigError(str(err)) from None
     run_dir = Path(config.resume) if config.resume else _new_run_dir(config)
     checkpoint = latest_checkpoint(run_dir) if config.resume else None
     _seed_everything(config.seed)  # LoRA initialisation draws from the global torch RNG
@@ -288,8 +317,10 @@ def train(config: TrainConfig) -> Summary:
     source = f"recomputed by the learner for {', '.join(recomputing)}" if recomputing else "the sampler's"
     print(f"pi_old: {source} (--old-logprobs {config.old_logprobs})", file=sys.stderr)
     start = load_checkpoint(checkpoint, learner)["step"] if checkpoint else 0
-    if checkpoint:
-        sync_served_weights(team)  # engines still serve the initial weights
+    if config.init and not checkpoint:
+        _initialise(config, learner)
+    if checkpoint or config.init:
+        sync_served_weights(team)  # engines still serve the base weights
     print(
         f"run dir: {run_dir}" + (f" (resuming after step {start})" if config.resume else ""), file=sys.stderr
     )
@@ -363,6 +394,13 @@ def format_summary(summary: Summary) -> str:
     if summary.phase_seconds:
         phases = ", ".join(f"{k.split('/')[1]} {v:.1f}s" for k, v in summary.phase_seconds.items())
         lines.append(f"  mean per step: {phases}")
+    if summary.after.get("success", 0.0) <= summary.before.get("success", 0.0):
+        lines.append(
+            f"  nothing was learned: held-out success {summary.before.get('success', 0.0):.2f} -> "
+            f"{summary.after.get('success', 0.0):.2f}. A small model needs a warm start first: "
+            "python -m trainers.sft --env <env>, then this command with --init <that run dir> "
+            "(README, Results); from one, try more steps or a higher --lr"
+        )
     lines += [
         f"  metrics     {summary.run_dir / 'metrics.jsonl'} (eval: eval.jsonl)",
         f"  plots       {summary.run_dir / 'plots'}",

@@ -151,6 +151,9 @@ class TrainConfig:
     """Text written as the start of every reply (not trained); the env parses prefix + reply."""
     device: str | None = None
     """Torch device (None: cuda when available, else cpu)."""
+    init: str | None = None
+    """Start from the trained weights of this run dir or checkpoint: a warm start (python -m trainers.sft)
+    or an earlier run; a --policy shared warm start can seed per-role adapters. Same --model needed."""
 
     # --- sampling ---
     algo: Literal["at_grpo", "grpo", "gigpo", "matpo"] = "at_grpo"

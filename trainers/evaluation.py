@@ -7,7 +7,9 @@ two evaluations of the same weights agree. It never plays a training task:
 single env is made.
 
 * ``evaluate``: the trainer's held-out evaluation (one episode on each of the first N
-  test tasks).
+  test tasks), or with ``split="validation"`` on the first N tasks of the train split's
+  validation slice (``envs.splits``: train-split seeds no trainer draws), where
+  hyperparameters are chosen.
 * ``evaluate_tasks`` + ``benchmark_metrics``: what ``python -m benchmarks.evaluate``
   runs per (team, env, seed): k episodes per task, then success, avg@k, pass@k, returns
   per role, invalid-action rate, turns to success and tokens per episode.
@@ -41,6 +43,7 @@ __all__ = [
     "pass_at_k_values",
     "sample_metrics",
     "test_tasks",
+    "validation_tasks",
 ]
 
 EVAL_SEED = 1234  # sampler seed of evaluations (only matters when eval temperature > 0)
@@ -61,6 +64,12 @@ def test_tasks(env_id: str, n: int, start: int = 0) -> list[TaskKey]:
 
 
 test_tasks.__test__ = False  # a helper, not a pytest test
+
+
+def validation_tasks(env_id: str, n: int, start: int = 0) -> list[TaskKey]:
+    """Tasks ``start .. start + n - 1`` of the validation slice: train-split seeds that
+    trainers never train on (``envs.splits``), for choosing hyperparameters."""
+    return [TaskKey(env_id, "train", seed) for seed in envs.validation_seeds(n, start=start)]
 
 
 def check_eval_tasks(tasks: Sequence[TaskKey]) -> None:
@@ -212,9 +221,19 @@ def evaluate(
     num_tasks: int,
     sampling: SamplingParams,
     env_kwargs: Mapping[str, Any] | None = None,
+    split: str = "test",
 ) -> EvalResult:
-    """Play one episode on each of the first ``num_tasks`` test tasks."""
-    batch = evaluate_tasks(team, test_tasks(env_id, num_tasks), sampling=sampling, env_kwargs=env_kwargs)
+    """Play one episode on each of the first ``num_tasks`` test tasks (``split="test"``) or
+    validation-slice tasks (``split="validation"``)."""
+    if split == "test":
+        batch = evaluate_tasks(team, test_tasks(env_id, num_tasks), sampling=sampling, env_kwargs=env_kwargs)
+    elif split == "validation":
+        tasks = validation_tasks(env_id, num_tasks)
+        batch = plain_rollout(
+            tasks, team, episodes_per_task=1, sampling=sampling, env_kwargs=env_kwargs, seed=EVAL_SEED
+        )
+    else:
+        raise ValueError(f"split={split!r}; evaluate plays 'test' or 'validation' tasks")
     metrics = {**episode_metrics(batch.episodes), **sample_metrics(batch.samples)}
     metrics["time/eval"] = float(batch.stats.get("time/rollout", 0.0))
     return EvalResult(metrics, batch.episodes)

@@ -4,7 +4,9 @@
 
 * ``train_reward.png``: every ``reward/<role>`` training metric vs step;
 * ``train_success.png``: the training ``success`` and ``invalid_rate`` vs step;
-* ``eval.png``: the evaluation ``success`` and every ``return/<role>`` vs step.
+* ``eval.png``: the evaluation ``success`` (and ``<team>/success`` of a warm start's other
+  teams) and every ``return/<role>`` vs step;
+* ``train_loss.png``: a warm start's reply-token NLL (``nll``) and validation NLL (``val_nll``).
 
 A plot without data is skipped. Figures are built with ``matplotlib.figure.Figure`` and its Agg
 canvas rather than pyplot: no backend is switched for the calling process (a notebook keeps its
@@ -110,8 +112,13 @@ def plot_run(run_dir: str | Path) -> list[Path]:
         figures.append(
             ("train_success.png", [("Training success and invalid actions", "rate", success)], False)
         )
+    nll = _series(train, ["nll", "val_nll"])
+    if nll:
+        figures.append(("train_loss.png", [("Reply-token NLL", "nats per token", nll)], True))
     eval_panels = []
-    eval_success = _series(evals, ["success"])
+    eval_success = _series(
+        evals, ["success", *(k for k in _keys_with_prefix(evals, "") if k.endswith("/success"))]
+    )
     if eval_success:
         eval_panels.append(("Evaluation success", "success rate", eval_success))
     eval_returns = _series(evals, _keys_with_prefix(evals, "return/"))

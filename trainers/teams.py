@@ -137,9 +137,14 @@ def load_trained_team(
     from trainers.cli import config_from_dict
     from trainers.config import TrainConfig
     from trainers.learner import Learner
+    from trainers.sft_config import SFTConfig, as_train_config, is_sft_config
 
     run_dir, checkpoint = find_checkpoint(path)
-    config = config_from_dict(TrainConfig, json.loads((run_dir / "config.json").read_text()))
+    data = json.loads((run_dir / "config.json").read_text())
+    if is_sft_config(data):  # a warm start: the team it trained, as a training run describes it
+        config = as_train_config(config_from_dict(SFTConfig, data))
+    else:
+        config = config_from_dict(TrainConfig, data)
     overrides = {"backend": backend or config.backend, "device": device or config.device, **backend_fields}
     config = dataclasses.replace(config, resume=None, **overrides)
     env = envs.make(config.env, team=config.team, **config.env_kwargs)

@@ -22,8 +22,11 @@ class EvenTeamEnv(TextAECEnv):
     def _prompt(self, agent):
         return f"You are the {agent.rsplit('_', 1)[0]} of task {self.task_seed}. Answer with one character."
 
+    def _right(self, text):
+        return bool(text) and ord(text[0]) % 2 == 0
+
     def _act(self, agent, text):
-        right = bool(text) and ord(text[0]) % 2 == 0
+        right = self._right(text)
         self.right[agent] = right
         if agent == self.possible_agents[-1]:  # the last role ends the episode
             both = all(self.right.get(a, False) for a in self.possible_agents)
@@ -49,8 +52,27 @@ class EvenPlanEnv(EvenTeamEnv):
     metadata = {**TextAECEnv.metadata, "name": "even_plan_v0"}
     TEAMS = {"mas": ("planner", "executor"), "single": ("solver",)}
 
+    def oracle_response(self, agent):
+        """Always right: 'b' (code 98). Warm-start demonstrations come from here."""
+        return "b"
+
+
+class OneTokenEnv(EvenPlanEnv):
+    """Right only when the reply starts with 'k' (chance about 1 in 256 bytes per role): the
+    warm start's test task, which the oracle demonstrates."""
+
+    metadata = {**TextAECEnv.metadata, "name": "one_token_v0"}
+
+    def _right(self, text):
+        return text[:1] == "k"
+
+    def oracle_response(self, agent):
+        return "k"
+
 
 EVEN_TEAM_ID = "test/even_team-v0"
 envs.register(EVEN_TEAM_ID, entry_point="tests.trainers.conftest:EvenTeamEnv")
 EVEN_PLAN_ID = "test/even_plan-v0"
 envs.register(EVEN_PLAN_ID, entry_point="tests.trainers.conftest:EvenPlanEnv")
+ONE_TOKEN_ID = "test/one_token-v0"
+envs.register(ONE_TOKEN_ID, entry_point="tests.trainers.conftest:OneTokenEnv")

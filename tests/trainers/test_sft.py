@@ -1,0 +1,244 @@
+"""The supervised warm start: demonstrations, the reply-only loss, the command, resume, --init."""
+
+from __future__ import annotations
+
+import json
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+import torch
+
+import envs
+from tests.trainers.conftest import ONE_TOKEN_ID
+from trainers.at_grpo import main as at_grpo_main
+from trainers.checkpoint import load_initial_weights
+from trainers.config import ConfigError, TrainConfig
+from trainers.demonstrations import oracle_demonstrations
+from trainers.evaluation import evaluate, validation_tasks
+from trainers.learner import Learner
+from trainers.records import TaskKey
+from trainers.sft import batch_indices, main, train_sft
+from trainers.sft_config import SFTConfig
+from trainers.supervised import SupervisedLearner
+from trainers.teams import build_team, load_trained_team
+
+
+def _team_fields(**changes):
+    fields = dict(
+        model="tiny-test",
+        backend="hf",
+        device="cpu",
+        policy="shared",
+        lora=True,
+        lora_rank=4,
+        lora_alpha=8,
+        response_prefix="<answer>",
+    )
+    return SimpleNamespace(**{**fields, **changes})
+
+
+def _one_token_config(tmp_path, **changes) -> SFTConfig:
+    fields = dict(
+        env=ONE_TOKEN_ID,
+        model="tiny-test",
+        response_prefix="",
+        train_tasks=16,
+        val_tasks=4,
+        eval_tasks=32,
+        steps=12,
+        batch_size=8,
+        lr=1e-2,
+        val_every=4,
+        eval_every=0,
+        max_new_tokens=1,
+        output_dir=str(tmp_path),
+        run_name="warm",
+        progress=False,
+        tensorboard=False,
+        transcripts=0,
+        checkpoint_every=4,
+        device="cpu",
+    )
+    return SFTConfig(**{**fields, **changes})
+
+
+# ---------------------------------------------------------------------------- demonstrations
+def test_oracle_demonstrations_carry_the_rollout_prompt_and_the_reply_through_the_stop():
+    env_kwargs = {"team": "mas", "difficulty": "easy", "max_cycles": 2}
+    env = envs.make("plan_path", **env_kwargs)
+    team = build_team(_team_fields(), env)
+    tasks = [TaskKey(envs.spec("plan_path").id, "train", seed) for seed in range(6)]
+    turns, failed = oracle_demonstrations(team, tasks, env_kwargs=env_kwargs)
+    assert failed == 0 and {t.role for t in turns} == {"planner", "executor"}
+    policy = team.bindings["planner"].policy
+    replay = envs.make("plan_path", **env_kwargs)
+    replay.reset(seed=tasks[0].seed)
+    first = turns[0]
+    assert first.prompt_token_ids == tuple(policy.prompt_token_ids(team.prompt_for(replay, "planner_0")))
+    oracle = replay.oracle_response("planner_0")  # "<answer>R D ...</answer>"
+    assert policy.tokenizer.decode(first.token_ids) == oracle[len("<answer>") :]
+    assert first.response == oracle[: -len("</answer>")]  # prefix + text cut at the stop, as sampled
+    assert first.policy == "tiny-test:shared" and not first.invalid
+    assert all(t.policy == "tiny-test:shared" for t in turns)
+
+
+def test_a_reply_without_a_stop_string_ends_with_the_eos_token():
+    env_kwargs = {"team": "mas"}
+    team = build_team(_team_fields(response_prefix=""), envs.make(ONE_TOKEN_ID, **env_kwargs))
+    turns, _ = oracle_demonstrations(team, [TaskKey(ONE_TOKEN_ID, "train", 0)], env_kwargs=env_kwargs)
+    tokenizer = team.bindings["planner"].policy.tokenizer
+    assert [list(t.token_ids) for t in turns] == [tokenizer("k")["input_ids"] + [tokenizer.eos_token_id]] * 2
+
+
+def test_a_prefix_the_oracle_does_not_write_is_refused():
+    env_kwargs = {"team": "mas"}
+    team = build_team(_team_fields(response_prefix="<plan>"), envs.make(ONE_TOKEN_ID, **env_kwargs))
+    with pytest.raises(ValueError, match="does not start with the response prefix"):
+        oracle_demonstrations(team, [TaskKey(ONE_TOKEN_ID, "train", 0)], env_kwargs=env_kwargs)
+
+
+# ---------------------------------------------------------------------------- the loss
+def test_the_loss_scores_reply_tokens_only():
+    """On constructed tokens: NLL = mean over the reply of -log p(reply token | all before),
+    the prompt positions never targets (changing what follows the prompt's tokens changes
+    nothing but through the reply)."""
+    env = envs.make(ONE_TOKEN_ID, team="mas")
+    team = build_team(_team_fields(lora=False, policy="shared"), env)
+    learner = SupervisedLearner(team, lr=1e-3)
+    model = team.bindings["planner"].policy.model
+    prompt, reply = [5, 9, 14, 3, 7, 11], [20, 21, 22]
+    make = lambda p, r: SimpleNamespace(  # noqa: E731 - a Turn's fields the learner reads
+        policy=team.bindings["planner"].policy_id,
+        prompt_token_ids=tuple(p),
+        token_ids=tuple(r),
+        logprobs=(0.0,) * len(r),
+    )
+    with torch.no_grad():
+        logits = model(input_ids=torch.tensor([prompt + reply])).logits[0].float()
+    logprobs = torch.log_softmax(logits, -1)
+    expected = -np.mean([float(logprobs[len(prompt) - 1 + j, token]) for j, token in enumerate(reply)])
+    assert learner.nll([make(prompt, reply)])["all"] == pytest.approx(expected, rel=1e-4)
+    # A prompt-only change of its last token's successor is not a target: only the reply is.
+    assert learner.nll([make(prompt, reply[:1])])["all"] == pytest.approx(
+        -float(logprobs[len(prompt) - 1, 20]), rel=1e-4
+    )
+
+
+def test_batch_order_is_a_function_of_seed_and_step():
+    first = [batch_indices(10, 4, seed=3, step=s) for s in (1, 2, 3)]
+    assert first == [batch_indices(10, 4, seed=3, step=s) for s in (1, 2, 3)]
+    assert sorted(first[0] + first[1] + first[2][:2]) == list(range(10))  # one epoch, then the next
+    assert batch_indices(10, 4, seed=4, step=1) != first[0]
+
+
+# ---------------------------------------------------------------------------- the command
+@pytest.mark.slow
+def test_warm_start_takes_a_one_token_task_from_chance_to_solved(tmp_path):
+    summary = train_sft(_one_token_config(tmp_path))
+    assert summary.before["success"] <= 0.1  # the random-init model rarely writes 'k'
+    assert summary.after["success"] >= 0.9
+    assert summary.val_nll[1] < summary.val_nll[0]
+    run = summary.run_dir
+    metrics = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+    assert [m["step"] for m in metrics] == list(range(1, 13)) and "val_nll" in metrics[3]
+    assert (run / "plots" / "train_loss.png").is_file()
+    # The trained team evaluates like a training run's (benchmarks.evaluate --model <run>).
+    trained = load_trained_team(run)
+    assert trained.step == 12 and trained.config.policy == "shared"
+
+
+@pytest.mark.slow
+def test_resume_repeats_an_uninterrupted_run_exactly(tmp_path):
+    whole = train_sft(_one_token_config(tmp_path, steps=8, run_name="whole"))
+    train_sft(_one_token_config(tmp_path, steps=4, run_name="split"))
+    resumed = train_sft(
+        _one_token_config(tmp_path, steps=8, run_name="split", resume=str(tmp_path / "split"))
+    )
+    read = lambda run: [json.loads(line)["nll"] for line in (run / "metrics.jsonl").read_text().splitlines()]  # noqa: E731
+    assert read(resumed.run_dir) == read(whole.run_dir)
+    a = load_trained_team(whole.run_dir).bindings["planner"].policy.model
+    b = load_trained_team(resumed.run_dir).bindings["planner"].policy.model
+    for (name, x), (_, y) in zip(a.named_parameters(), b.named_parameters(), strict=True):
+        assert torch.equal(x, y), name
+
+
+def test_config_errors_name_the_fix(tmp_path, capsys):
+    with pytest.raises(ConfigError, match="--policy shared"):
+        SFTConfig(teams=("mas", "single"), policy="per_role")
+    with pytest.raises(ConfigError, match="batch_size=0"):
+        SFTConfig(batch_size=0)
+    assert main(["--env", ONE_TOKEN_ID, "--env-kwargs", '{"team": "single"}']) == 2
+    assert "may not set 'team'" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------------------- --init
+def test_init_seeds_per_role_adapters_from_a_shared_warm_start(tmp_path):
+    warm = train_sft(_one_token_config(tmp_path, steps=4)).run_dir
+    env = envs.make(ONE_TOKEN_ID, team="mas")
+    team = build_team(_team_fields(policy="per_role", lora_rank=8, lora_alpha=16), env)
+    learner = Learner(team)
+    load_initial_weights(warm, learner, model="tiny-test")
+    source = load_trained_team(warm).bindings["planner"]
+    saved = {n.replace(".shared.", "."): p for n, p in source.policy.model.named_parameters() if "lora_" in n}
+    for unit in learner.units.values():
+        names = {id(p): n for n, p in unit.policy.model.named_parameters()}
+        for parameter in unit.parameters:
+            assert torch.equal(parameter, saved[names[id(parameter)].replace(f".{unit.adapter}.", ".")])
+    # The RL run that starts there records where it came from, and plays like the warm start.
+    code = at_grpo_main(
+        ["--env", ONE_TOKEN_ID, "--model", "tiny-test", "--init", str(warm), "--response-prefix", "",
+         "--max-new-tokens", "1", "--steps", "1", "--lr", "1e-9", "--tasks-per-step", "2",
+         "--eval-tasks", "16",
+         "--output-dir", str(tmp_path), "--run-name", "rl", "--no-progress", "--no-tensorboard", "--no-plots"]
+    )  # fmt: skip
+    assert code == 0
+    assert json.loads((tmp_path / "rl" / "config.json").read_text())["init"] == str(warm)
+    before = json.loads((tmp_path / "rl" / "eval.jsonl").read_text().splitlines()[0])
+    assert before["step"] == 0 and before["success"] >= 0.9  # it did not start from the random model
+
+
+@pytest.mark.slow
+def test_init_refuses_another_model_or_a_missing_run(tmp_path, capsys):
+    warm = train_sft(_one_token_config(tmp_path, steps=1)).run_dir
+    assert at_grpo_main(["--env", ONE_TOKEN_ID, "--init", str(warm), "--output-dir", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "trained on model 'tiny-test'" in err and "pass --model tiny-test" in err
+    assert (
+        at_grpo_main(["--env", ONE_TOKEN_ID, "--model", "tiny-test", "--init", str(tmp_path / "nope")]) == 2
+    )
+    assert "not a training run" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="--lora-rank"):
+        env = envs.make(ONE_TOKEN_ID, team="mas")
+        load_initial_weights(warm, Learner(build_team(_team_fields(lora_rank=2), env)), model="tiny-test")
+
+
+# ---------------------------------------------------------------------------- validation slice
+def test_validation_tasks_are_train_seeds_no_trainer_draws():
+    tasks = validation_tasks(ONE_TOKEN_ID, 3)
+    assert all(t.split == "train" and envs.split_of(t.seed) == "train" for t in tasks)
+    assert tasks[0].seed == envs.splits.VALIDATION_SEED_START
+    env = envs.make(ONE_TOKEN_ID, team="mas")
+    team = build_team(_team_fields(), env)
+    from agents.base import SamplingParams
+
+    result = evaluate(
+        team, ONE_TOKEN_ID, num_tasks=3, sampling=SamplingParams(temperature=0.0, max_new_tokens=1),
+        env_kwargs={"team": "mas"}, split="validation",
+    )  # fmt: skip
+    assert sorted(e.task.seed for e in result.episodes) == [t.seed for t in tasks]
+    with pytest.raises(ValueError, match="'test' or 'validation'"):
+        evaluate(team, ONE_TOKEN_ID, num_tasks=1, sampling=SamplingParams(), split="train")
+
+
+def test_training_tasks_skip_the_validation_slice(monkeypatch):
+    from trainers import at_grpo
+
+    config = TrainConfig(env=ONE_TOKEN_ID, tasks_per_step=3, model="tiny-test")
+    normal = at_grpo._step_tasks(config, 1)
+    assert len(normal) == 3 and not any(envs.splits.is_validation_seed(t.seed) for t in normal)
+    # Force the first draw into the slice: it is skipped, the next draws fill the step.
+    monkeypatch.setattr(at_grpo, "is_validation_seed", lambda seed: seed == normal[0].seed)
+    skipped = [t.seed for t in at_grpo._step_tasks(config, 1)]
+    assert len(skipped) == 3 and normal[0].seed not in skipped
+    assert skipped[:2] == [normal[1].seed, normal[2].seed]

@@ -1,0 +1,116 @@
+"""Demonstrations for the supervised warm start (``trainers.sft``): the env's exact solver
+playing every role, recorded exactly as a rollout of the model would record it.
+
+``oracle_demonstrations(team, tasks)`` plays each task once with every role answered by
+the env's oracle (``env.oracle_response(agent)``), through ``trainers.rollout.plain_rollout``
+and the team's own bindings. So each demonstration ``Turn`` carries the prompt tokens the
+trained policy would see (chat template, system prompt, response prefix) and the reply
+tokens it would have to sample (the oracle's text after the response prefix, tokenized
+like a generation, through the stop string), and ``Turn.policy`` names the unit that must
+learn it. Only episodes the oracle solved are kept (one can fail when a level needs more
+moves than the episode horizon allows).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from agents.base import Generation, Prompt, SamplingParams, as_prompt
+from agents.team import RoleBinding, Team
+from trainers.records import TaskKey, Turn
+from trainers.rollout import plain_rollout
+
+__all__ = ["OracleDemonstrator", "oracle_demonstrations"]
+
+
+class OracleDemonstrator:
+    """A policy that answers what the env's oracle answers, as tokens of ``policy``.
+
+    It carries the model policy's name, so the turns it produces are routed to the units
+    that train that policy. The reply is the oracle's text minus the role's response prefix;
+    its tokens run through the first stop string (as a sampler's would), or end with the
+    end-of-sequence token when the text holds none. Logprobs are zero (never used: the
+    supervised loss needs no pi_old).
+
+    Args:
+        policy: The ``agents.hf.HFPolicy`` being trained (its tokenizer and prompt rendering).
+        stop: The stop strings rollouts use.
+    """
+
+    def __init__(self, policy: Any, stop: Sequence[str] = ()) -> None:
+        self.policy = policy
+        self.name = policy.name
+        self.adapter_names = tuple(getattr(policy, "adapter_names", ()))  # bound like the policy
+        self.stop = tuple(stop)
+
+    def _reply(self, prompt: Prompt) -> Generation:
+        env, agent = prompt.env, prompt.agent
+        if env is None or not callable(getattr(env, "oracle_response", None)):
+            raise TypeError(
+                f"{type(env).__name__} has no exact solver (oracle_response), so it cannot make "
+                "demonstrations; use demonstrations from transcripts of a team that solves it"
+            )
+        text = env.oracle_response(agent)
+        if not text.startswith(prompt.prefix):
+            raise ValueError(
+                f"the oracle answers {text[:40]!r}, which does not start with the response prefix "
+                f"{prompt.prefix!r}; pass a response_prefix the env's answers begin with (or '')"
+            )
+        reply = text[len(prompt.prefix) :]
+        tokenizer = self.policy.tokenizer
+        found = [(reply.find(s), s) for s in self.stop if s and s in reply]
+        if found:
+            start, stop = min(found)  # the first stop string ends the reply
+            token_ids = tokenizer(reply[: start + len(stop)], add_special_tokens=False)["input_ids"]
+            shown, reason = reply[:start], "stop"
+        else:
+            token_ids = tokenizer(reply, add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id]
+            shown, reason = reply, "eos"
+        return Generation(
+            text=shown,
+            prompt_token_ids=tuple(self.policy.prompt_token_ids(prompt)),
+            token_ids=tuple(token_ids),
+            logprobs=(0.0,) * len(token_ids),
+            finish_reason=reason,
+        )
+
+    def generate(
+        self,
+        prompts: Sequence[str | Prompt],
+        *,
+        num_samples: int = 1,
+        sampling: SamplingParams | None = None,
+        adapter: str | None = None,
+    ) -> list[list[Generation]]:
+        return [[self._reply(as_prompt(p))] * num_samples for p in prompts]
+
+
+def demonstrator_team(team: Team, stop: Sequence[str]) -> Team:
+    """``team`` with every model role answered by its oracle, bindings otherwise unchanged."""
+    bindings = {
+        role: RoleBinding(OracleDemonstrator(b.policy, stop), b.adapter, b.system_prompt, b.response_prefix)
+        for role, b in team.bindings.items()
+    }
+    return Team(team.roles, bindings, team.workflow)
+
+
+def oracle_demonstrations(
+    team: Team,
+    tasks: Sequence[TaskKey],
+    *,
+    stop: Sequence[str] = ("</answer>",),
+    env_kwargs: Mapping[str, Any] | None = None,
+) -> tuple[list[Turn], int]:
+    """Every turn of the oracle's solved episodes on ``tasks``, and how many episodes failed.
+
+    ``env_kwargs`` must name the team variant (``team="mas"``) the ``team`` plays."""
+    batch = plain_rollout(
+        tasks,
+        demonstrator_team(team, stop),
+        episodes_per_task=1,
+        sampling=SamplingParams(temperature=0.0, stop=tuple(stop)),
+        env_kwargs=env_kwargs,
+    )
+    turns = [turn for episode in batch.episodes if episode.success for turn in episode.turns]
+    return turns, sum(not episode.success for episode in batch.episodes)

@@ -1,0 +1,320 @@
+"""``python -m trainers.sft --env plan_path``: a supervised warm start from the env's own solver.
+
+Small models cannot act in the planning envs at first (SmolLM2-135M answers ~90% invalid
+replies), so RL groups are all-invalid and carry no gradient. A short behaviour-cloning run
+on oracle demonstrations fixes that; ``python -m trainers.at_grpo --init <this run>`` then
+starts RL from its weights.
+
+Demonstrations (``trainers.demonstrations``): the env's oracle plays every role of each team
+in ``--teams`` on train-split tasks 0..train_tasks-1, recorded through the rollout code with
+the trained team's own bindings: the exact prompt tokens a rollout renders (chat template,
+response prefix) and the reply tokens through the stop string. Loss (``trainers.supervised``):
+the NLL of the reply tokens only, per unit of the chosen layout (one shared adapter, one
+adapter per role, or full weights).
+
+Run directory (``<output_dir>/<run_name>``), as ``trainers.at_grpo`` writes it:
+
+    config.json        the resolved config; --resume reads it, --init reads its model
+    metrics.jsonl      per step: nll (reply tokens, before the step), tokens, grad norm, seconds;
+                       val_nll on the validation tasks every val_every steps
+    eval.jsonl         held-out test success, invalid rate, returns per role (other teams
+                       of --teams under <team>/...), before training, every eval_every steps, at the end
+    plots/, tensorboard/, transcripts/, checkpoints/step_<N>/ (the trained weights; atomic)
+
+Validation uses the train split's validation slice (``envs.splits``), never test tasks. The
+order of demonstrations is a function of (seed, step), so ``--resume`` repeats an
+uninterrupted run.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+import time
+from collections.abc import Sequence
+from datetime import datetime
+from pathlib import Path
+
+import numpy as np
+
+import envs
+from agents.base import SamplingParams
+from agents.team import Team
+from trainers.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
+from trainers.cli import config_from_dict, config_to_dict, parse_overrides
+from trainers.config import ConfigError
+from trainers.demonstrations import oracle_demonstrations
+from trainers.evaluation import evaluate
+from trainers.records import TaskKey, Turn
+from trainers.run_log import RunLogger, atomic_write_text, read_jsonl
+from trainers.sft_config import SFT_RESUMABLE_OVERRIDES, SFTConfig, resolve_sft_config
+from trainers.supervised import SupervisedLearner
+from trainers.teams import build_team
+
+__all__ = ["SFTSummary", "train_sft", "main", "batch_indices", "team_variants"]
+
+
+@dataclasses.dataclass(frozen=True)
+class SFTSummary:
+    """What a warm start did: its run directory, held-out evaluations before and after,
+    validation NLL before and after, demonstrations used, wall time."""
+
+    run_dir: Path
+    steps: int
+    before: dict[str, float]
+    after: dict[str, float]
+    val_nll: tuple[float, float]
+    demonstrations: int
+    wall_seconds: float
+
+
+def team_variants(config: SFTConfig) -> dict[str, Team]:
+    """One team per variant of ``config.teams``, all on the same trained weights: the first
+    built by ``trainers.teams.build_team`` (the layout at_grpo builds), the others binding
+    its shared policy to their roles."""
+    first = config.teams[0]
+    team = build_team(config, envs.make(config.env, team=first, **config.env_kwargs))
+    teams = {first: team}
+    shared = next(iter(team.bindings.values()))
+    for variant in config.teams[1:]:
+        env = envs.make(config.env, team=variant, **config.env_kwargs)
+        teams[variant] = Team(env, {role: shared for role in env.roles})
+    return teams
+
+
+def batch_indices(n: int, batch_size: int, seed: int, step: int) -> list[int]:
+    """The demonstrations of step ``step`` (1-based): consecutive slices of seeded per-epoch
+    permutations of ``range(n)``, so the order is a pure function of (seed, step)."""
+    start = (step - 1) * batch_size
+    out: list[int] = []
+    while len(out) < batch_size:
+        epoch, offset = divmod(start + len(out), n)
+        order = np.random.default_rng([seed, epoch]).permutation(n)
+        out.extend(order[offset : offset + batch_size - len(out)].tolist())
+    return out
+
+
+def _demonstrations(config: SFTConfig, teams: dict[str, Team], tasks: list[int], split: str) -> list[Turn]:
+    env_id = envs.spec(config.env).id
+    turns: list[Turn] = []
+    for variant, team in teams.items():
+        keys = [TaskKey(env_id, split, seed) for seed in tasks]
+        found, failed = oracle_demonstrations(
+            team, keys, stop=config.stop, env_kwargs={"team": variant, **config.env_kwargs}
+        )
+        if failed:
+            print(
+                f"  {failed} oracle episode(s) of team {variant} failed (horizon too short); skipped",
+                file=sys.stderr,
+            )
+        turns += found
+    return turns
+
+
+def _evaluate(config: SFTConfig, teams: dict[str, Team], logger: RunLogger, step: int) -> dict[str, float]:
+    """Greedy held-out test success of every team variant (the first unprefixed)."""
+    sampling = SamplingParams(temperature=0.0, max_new_tokens=config.max_new_tokens, stop=config.stop)
+    metrics: dict[str, float] = {}
+    for i, (variant, team) in enumerate(teams.items()):
+        result = evaluate(
+            team,
+            config.env,
+            num_tasks=config.eval_tasks,
+            sampling=sampling,
+            env_kwargs={"team": variant, **config.env_kwargs},
+        )
+        prefix = "" if i == 0 else f"{variant}/"
+        metrics.update({prefix + k: v for k, v in result.metrics.items()})
+        if i == 0 and config.transcripts:
+            logger.write_transcripts(step, result.episodes, limit=config.transcripts)
+    logger.log_eval(step, metrics)
+    return metrics
+
+
+def _new_run_dir(config: SFTConfig) -> Path:
+    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+    name = config.run_name or f"{envs.spec(config.env).name.replace('/', '_')}-sft-{stamp}"
+    run_dir = Path(config.output_dir) / name
+    if run_dir.exists() and any(run_dir.iterdir()):
+        raise ConfigError(
+            f"run directory {run_dir} exists and is not empty; pass --run-name or --resume {run_dir}"
+        )
+    run_dir.mkdir(parents=True, exist_ok=True)
+    return run_dir
+
+
+def load_sft_config(run_dir: str | Path, overrides: dict) -> SFTConfig:
+    """The saved config of a warm-start run, with the overrides a resume may change."""
+    path = Path(run_dir) / "config.json"
+    if not path.is_file():
+        raise ConfigError(f"resume={str(run_dir)!r}: no config.json there; pass the run directory of a run")
+    saved = config_from_dict(SFTConfig, json.loads(path.read_text()))
+    changed = sorted(
+        k for k, v in overrides.items() if k not in SFT_RESUMABLE_OVERRIDES and v != getattr(saved, k)
+    )
+    if changed:
+        raise ConfigError(
+            f"a resumed run keeps its config; cannot change {changed} "
+            f"(only {sorted(SFT_RESUMABLE_OVERRIDES)}); start a new run instead (drop --resume)"
+        )
+    allowed = {k: v for k, v in overrides.items() if k in SFT_RESUMABLE_OVERRIDES}
+    return dataclasses.replace(saved, **{**allowed, "resume": str(run_dir)})
+
+
+def train_sft(config: SFTConfig) -> SFTSummary:
+    """Run (or, with ``config.resume``, continue) a warm start; see the module docstring."""
+    import torch
+
+    started = time.perf_counter()
+    config = resolve_sft_config(config)
+    run_dir = Path(config.resume) if config.resume else _new_run_dir(config)
+    checkpoint = latest_checkpoint(run_dir) if config.resume else None
+    torch.manual_seed(config.seed)  # LoRA initialisation draws from the global torch RNG
+    teams = team_variants(config)
+    learner = SupervisedLearner(
+        teams[config.teams[0]],
+        lr=config.lr,
+        max_grad_norm=config.max_grad_norm,
+        micro_batch_tokens=config.micro_batch_tokens,
+    )
+    start = load_checkpoint(checkpoint, learner)["step"] if checkpoint else 0
+    print(f"run dir: {run_dir}" + (f" (resuming after step {start})" if checkpoint else ""), file=sys.stderr)
+    train = _demonstrations(config, teams, list(range(config.train_tasks)), "train")
+    val = _demonstrations(config, teams, envs.validation_seeds(config.val_tasks), "train")
+    if not train:
+        raise ConfigError(
+            f"the oracle solved none of the {config.train_tasks} training tasks; raise max_cycles"
+        )
+    print(
+        f"demonstrations: {len(train)} train turns ({config.train_tasks} tasks x {list(config.teams)}), "
+        f"{len(val)} validation turns ({config.val_tasks} validation-slice tasks)",
+        file=sys.stderr,
+    )
+    logger = RunLogger(
+        run_dir, resume_step=start if checkpoint else None, tensorboard=config.tensorboard, plots=config.plots
+    )
+    atomic_write_text(run_dir / "config.json", json.dumps(config_to_dict(config), indent=2))
+    from tqdm.auto import tqdm
+
+    with logger:
+        evals = {record["step"]: record for record in read_jsonl(run_dir / "eval.jsonl")}
+        before = evals.get(0) or _evaluate(config, teams, logger, 0)
+        after = evals[max(evals)] if evals else before
+        vals = [r["val_nll"] for r in read_jsonl(run_dir / "metrics.jsonl") if "val_nll" in r]
+        val_before = vals[0] if vals else learner.nll(val)["all"]
+        val_after = vals[-1] if vals else val_before
+        bar = tqdm(
+            total=config.steps,
+            initial=start,
+            unit="step",
+            disable=not config.progress,
+            dynamic_ncols=True,
+            desc=f"sft {envs.spec(config.env).name}",
+        )
+        try:
+            for step in range(start + 1, config.steps + 1):
+                step_start = time.perf_counter()
+                batch = [train[i] for i in batch_indices(len(train), config.batch_size, config.seed, step)]
+                per_unit = learner.step(batch)
+                units = list(per_unit.values())
+                tokens = sum(m["tokens"] for m in units)
+                metrics = {
+                    "nll": sum(m["nll"] * m["tokens"] for m in units) / max(tokens, 1),
+                    "tokens": tokens,
+                    "grad_norm": float(np.mean([m["grad_norm"] for m in units])),
+                    "epoch": (step * config.batch_size) / len(train),
+                    **{f"learner/{name}/{k}": v for name, m in per_unit.items() for k, v in m.items()},
+                }
+                last = step == config.steps
+                if last or step % config.val_every == 0:
+                    metrics["val_nll"] = val_after = learner.nll(val)["all"]
+                metrics["time/step"] = time.perf_counter() - step_start
+                logger.log_step(step, metrics)
+                if last or (config.eval_every and step % config.eval_every == 0):
+                    bar.set_postfix_str("evaluating")
+                    after = _evaluate(config, teams, logger, step)
+                if last or step % config.checkpoint_every == 0:
+                    save_checkpoint(
+                        run_dir,
+                        step,
+                        learner,
+                        {"trainer": "sft", "config": config_to_dict(config)},
+                        keep=config.keep_checkpoints,
+                    )
+                bar.update(1)
+                bar.set_postfix(
+                    nll=f"{metrics['nll']:.3f}", val=f"{val_after:.3f}", eval=f"{after['success']:.2f}"
+                )
+        except KeyboardInterrupt:
+            bar.close()
+            print(
+                f"\ninterrupted; last complete checkpoint: {latest_checkpoint(run_dir) or 'none'}.\n"
+                f"continue with: python -m trainers.sft --resume {run_dir}",
+                file=sys.stderr,
+            )
+            raise
+        finally:
+            bar.close()
+    return SFTSummary(
+        run_dir,
+        config.steps,
+        before,
+        after,
+        (val_before, val_after),
+        len(train),
+        time.perf_counter() - started,
+    )
+
+
+def format_sft_summary(summary: SFTSummary, teams: Sequence[str]) -> str:
+    """The one-screen report printed at the end of a warm start."""
+    lines = [
+        "",
+        f"Warm start finished: {summary.steps} steps on {summary.demonstrations} demonstrations "
+        f"in {summary.wall_seconds / 60:.1f} min",
+        f"  run dir     {summary.run_dir}",
+        f"  validation NLL per reply token: {summary.val_nll[0]:.3f} -> {summary.val_nll[1]:.3f}",
+        f"  {'held-out eval':<26}{'before':>10}{'after':>10}",
+    ]
+    for i, variant in enumerate(teams):
+        prefix = "" if i == 0 else f"{variant}/"
+        for key in ("success", "invalid_rate"):
+            b, a = (
+                summary.before.get(prefix + key, float("nan")),
+                summary.after.get(prefix + key, float("nan")),
+            )
+            lines.append(f"  {variant + ' ' + key:<26}{b:>10.3f}{a:>10.3f}")
+    lines += [
+        f"  plots       {summary.run_dir / 'plots'}",
+        f"  next        python -m trainers.at_grpo --env <env> --init {summary.run_dir}",
+    ]
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    overrides = parse_overrides(
+        SFTConfig,
+        argv,
+        prog="python -m trainers.sft",
+        description=(__doc__ or "").split("\n\n")[0],
+        epilog="Fields left at None take the env preset's value (trainers/sft_config.py: SFT_ENV_PRESETS).",
+    )
+    try:
+        config = (
+            load_sft_config(overrides["resume"], overrides)
+            if overrides.get("resume")
+            else SFTConfig(**overrides)
+        )
+        summary = train_sft(config)
+    except ConfigError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    print(format_sft_summary(summary, config.teams))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,196 @@
+"""``SFTConfig``: everything one supervised warm-start run needs (``python -m trainers.sft --help``).
+
+The team fields (model, policy layout, LoRA shape, response prefix) mean what they mean in
+``trainers.config.TrainConfig``, so a warm start builds the very team a training run builds
+and ``python -m trainers.at_grpo --init <sft run>`` can start from its weights.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from agents.models import DEFAULT_MODEL
+from trainers.config import ConfigError, TrainConfig, _env_name, _positive
+
+__all__ = [
+    "SFTConfig",
+    "SFT_ENV_PRESETS",
+    "SFT_RESUMABLE_OVERRIDES",
+    "resolve_sft_config",
+    "as_train_config",
+    "is_sft_config",
+]
+
+# Per env: the trainer preset's episode shape (so demonstrations look like its rollouts) and
+# a warm-start budget measured to fit a 2-core CPU (README, Results).
+SFT_ENV_PRESETS: dict[str, dict[str, Any]] = {
+    "plan_path": {"env_kwargs": {"difficulty": "easy", "max_cycles": 2}, "max_new_tokens": 16},
+    "sokoban": {"env_kwargs": {"difficulty": "easy", "max_cycles": 2}, "max_new_tokens": 16},
+}
+GENERIC_SFT_PRESET: dict[str, Any] = {"env_kwargs": {}, "max_new_tokens": 64}
+
+
+@dataclass(frozen=True)
+class SFTConfig:
+    """A supervised warm start on demonstrations (``python -m trainers.sft --help``)."""
+
+    # --- env ---
+    env: str = "plan_path"
+    """Registered env id (plan_path, sokoban-v1, ...), or module:id to import your env's module first."""
+    env_kwargs: dict = field(default_factory=dict)
+    """Extra envs.make() arguments as JSON, merged over the env preset's."""
+    teams: tuple[str, ...] = ("mas",)
+    """Team variants whose roles are demonstrated, e.g. mas single (more than one needs --policy shared)."""
+
+    # --- team ---
+    policy: Literal["shared", "per_role"] = "shared"
+    """'shared': one set of weights learns every role; 'per_role': each role its own (as in training)."""
+    model: str = DEFAULT_MODEL
+    """Model: a built-in name (smollm2-135m-instruct, tiny-test), a local HF directory or a hub id."""
+    lora: bool = True
+    """Train LoRA adapters (one shared, or one per role) instead of the full weights."""
+    lora_rank: int = 8
+    """LoRA rank r."""
+    lora_alpha: int = 16
+    """LoRA alpha (scale = alpha / r)."""
+    response_prefix: str = "<answer>"
+    """Text written as the start of every reply (not trained), as in training."""
+    device: str | None = None
+    """Torch device (None: cuda when available, else cpu)."""
+
+    # --- data ---
+    demos: Literal["oracle"] = "oracle"
+    """Where demonstrations come from: 'oracle' (the env's exact solver plays every role)."""
+    train_tasks: int = 2000
+    """Training tasks (train-split seeds 0..N-1) the oracle plays once each."""
+    val_tasks: int = 64
+    """Validation tasks (the train split's validation slice, never trained on) for the validation loss."""
+    stop: tuple[str, ...] = ("</answer>",)
+    """Stop strings of the rollouts: a reply's tokens run through the first one."""
+
+    # --- optimisation ---
+    steps: int = 300
+    """Optimiser steps."""
+    batch_size: int = 8
+    """Demonstrations (turns) per step, drawn in a seeded order, epoch after epoch."""
+    lr: float | None = None
+    """AdamW learning rate (None: 1e-3 with LoRA, 1e-5 for full weights)."""
+    max_grad_norm: float = 1.0
+    """Gradient-norm clip per trained unit."""
+    micro_batch_tokens: int = 4096
+    """Token budget of one forward/backward (lower it if a step runs out of memory)."""
+    seed: int = 0
+    """Seeds the demonstration order and LoRA initialisation."""
+
+    # --- evaluation ---
+    val_every: int = 25
+    """Validation loss every N steps (and before and after training)."""
+    eval_every: int = 100
+    """Held-out test success of each team of --teams every N steps, before and after training (0: only)."""
+    eval_tasks: int = 64
+    """Held-out test tasks per evaluation (one greedy episode each)."""
+    max_new_tokens: int | None = None
+    """Longest reply in tokens at evaluation (None: the env preset's)."""
+    transcripts: int = 3
+    """Evaluation episodes written to transcripts/ per evaluation."""
+
+    # --- logging ---
+    output_dir: str = "runs"
+    """Where run directories are created."""
+    run_name: str | None = None
+    """Run directory name (None: <env>-sft-<date>-<time>)."""
+    checkpoint_every: int = 50
+    """Write a checkpoint every N steps (and after the last one)."""
+    keep_checkpoints: int = 2
+    """Newest checkpoints kept on disk."""
+    tensorboard: bool = True
+    """Write TensorBoard events when tensorboard is installed."""
+    plots: bool = True
+    """Write PNG plots to <run dir>/plots when matplotlib is installed."""
+    progress: bool = True
+    """Show a live progress bar."""
+    resume: str | None = None
+    """Continue the run in this directory from its last complete checkpoint."""
+
+    @property
+    def team(self) -> str:
+        """The team variant a checkpoint's team is rebuilt with (the first of ``teams``)."""
+        return self.teams[0]
+
+    @property
+    def backend(self) -> str:
+        return "hf"  # the warm start trains and evaluates with transformers
+
+    def __post_init__(self) -> None:
+        for name in ("train_tasks", "val_tasks", "steps", "batch_size", "eval_tasks", "lora_rank"):
+            _positive(self, name)
+        for name in ("lora_alpha", "micro_batch_tokens", "checkpoint_every", "keep_checkpoints", "val_every"):
+            _positive(self, name)
+        _positive(self, "max_new_tokens")
+        _positive(self, "eval_every", 0)
+        _positive(self, "transcripts", 0)
+        if not self.teams or len(set(self.teams)) != len(self.teams):
+            raise ConfigError(
+                f"teams={self.teams!r} must name distinct team variants; pass e.g. --teams mas single"
+            )
+        if len(self.teams) > 1 and self.policy != "shared":
+            raise ConfigError(
+                f"teams={list(self.teams)} with policy='per_role': each team has its own roles, so one "
+                "run cannot hold per-role weights for several; pass --policy shared or one --teams"
+            )
+        if self.lr is not None and self.lr <= 0:
+            raise ConfigError(f"lr={self.lr} must be > 0; pass e.g. --lr 1e-3")
+        if self.max_grad_norm <= 0:
+            raise ConfigError(
+                f"max_grad_norm={self.max_grad_norm} must be > 0; pass e.g. --max-grad-norm 1.0"
+            )
+        for reserved in ("split", "team"):
+            if reserved in self.env_kwargs:
+                raise ConfigError(
+                    f"env_kwargs may not set {reserved!r}; use --teams, and the splits are fixed"
+                )
+
+
+# Fields a resumed warm start may change; everything else must match the saved config.
+SFT_RESUMABLE_OVERRIDES = frozenset(
+    {"steps", "progress", "tensorboard", "plots", "resume", "eval_every", "val_every"}
+)
+
+
+def resolve_sft_config(config: SFTConfig) -> SFTConfig:
+    """Fill the preset fields (env preset's env_kwargs and max_new_tokens, the lr default)."""
+    preset = SFT_ENV_PRESETS.get(_env_name(config.env), GENERIC_SFT_PRESET)
+    updates: dict[str, Any] = {"env_kwargs": {**preset["env_kwargs"], **config.env_kwargs}}
+    if config.max_new_tokens is None:
+        updates["max_new_tokens"] = preset["max_new_tokens"]
+    if config.lr is None:
+        updates["lr"] = 1e-3 if config.lora else 1e-5
+    return dataclasses.replace(config, **updates)
+
+
+def is_sft_config(data: Mapping[str, Any]) -> bool:
+    """Whether a run's saved ``config.json`` is a warm start's (it names its demonstrations)."""
+    return "demos" in data and "algo" not in data
+
+
+def as_train_config(config: SFTConfig) -> TrainConfig:
+    """The ``TrainConfig`` of the team a warm start trained (its first team variant), so
+    evaluation and ``load_trained_team`` rebuild it the way they rebuild a training run's."""
+    return TrainConfig(
+        env=config.env,
+        env_kwargs=dict(config.env_kwargs),
+        team=config.team,
+        policy=config.policy,
+        model=config.model,
+        lora=config.lora,
+        lora_rank=config.lora_rank,
+        lora_alpha=config.lora_alpha,
+        response_prefix=config.response_prefix,
+        device=config.device,
+        stop=config.stop,
+        max_new_tokens=config.max_new_tokens,
+        seed=config.seed,
+    )
