@@ -1,157 +1,285 @@
-"""Does training help, and does the multi-agent team learn more than one agent alone?
+"""Does RL make a warm-started team better, and does AT-GRPO beat GRPO? Seeds, error bars.
 
-    python -m benchmarks.learning                      # default model, plan_path easy, ~30 min on 2 cores
-    python -m benchmarks.learning --model tiny-test --env tests.trainers.conftest:test/even_plan \
-        --steps 2 --max-new-tokens 1 --response-prefix ''   # smoke run (seconds)
+    python -m benchmarks.learning                # default model, plan_path easy (hours on 2 cores)
+    python -m benchmarks.learning --model tiny-test --env tests.trainers.conftest:test/one_token \\
+        --sft-steps 4 --steps 2 --seeds 0 1 --max-new-tokens 1 --response-prefix ''  # smoke run
 
-Runs ``trainers.at_grpo.train`` twice, one after the other, with the same model, seed,
-held-out tasks, K, learning rate and number of steps:
+The protocol of the paper's ablations, from ONE shared warm start:
 
-* ``at_grpo``: the ``mas`` team (planner + executor, one LoRA adapter each), tree
-  rollouts, AT-GRPO advantages;
-* ``grpo``: the ``single`` team (one role does everything), plain rollouts, GRPO
-  advantages. A single-role episode has half the turns of a planner + executor one, so
-  this arm gets twice the tasks per step: both arms then sample about the same number of
-  responses (the table prints the exact counts).
+0. warm start: ``trainers.sft`` on oracle demonstrations of both team variants, one shared
+   LoRA adapter (or ``--init RUN`` to reuse one);
+1. three arms, each started from the warm start (``trainers.at_grpo --init``) with every
+   training seed of ``--seeds``:
+   (a) ``at_grpo-mas``: planner + executor (one adapter each), AT-GRPO tree rollouts;
+   (b) ``grpo-mas``: the same team, GRPO on plain episodes;
+   (c) ``grpo-single``: one role does everything, GRPO on plain episodes. A single-role
+       episode has half the turns, so this arm gets twice the tasks per step;
+   the table prints the responses each arm sampled, so equal budgets are checked, not assumed;
+2. held-out success on ``--eval-tasks`` test tasks (greedy) before training, every
+   ``--eval-every`` steps and at the end; mean +- standard error over seeds.
 
-Then prints, per arm: held-out success / invalid-reply rate / mean team return before
-and after training, the sampled responses and tokens, wall time, and the mean seconds per
-step in each phase (generation, env, learner); then two ratios measured in the same run: the
-arms' team-return gains and their seconds per training step. Run directories (metrics, plots,
-transcripts) stay under ``--output-dir``.
+Hyperparameters (lr, K, passes, temperature, reply length) are chosen with
+``--eval-split validation`` (the train split's validation slice, never trained on); the
+test split is then evaluated once with the chosen values. Prints the table, the
+differences between arms with their standard errors, wall time per arm and phase, and
+writes ``learning.json`` and ``learning.png`` (curves with +- 1 s.e. bands) to the output
+directory.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from benchmarks.env_throughput import print_table
 
+ARMS = {  # name -> (algo, team, tasks-per-step multiplier)
+    "at_grpo-mas": ("at_grpo", "mas", 1),
+    "grpo-mas": ("grpo", "mas", 1),
+    "grpo-single": ("grpo", "single", 2),
+}
 
-def team_return(metrics: dict) -> float:
-    """Mean episode return summed over the team's roles (comparable between team sizes)."""
-    return float(sum(v for k, v in metrics.items() if k.startswith("return/")))
+
+def mean_se(values: list[float]) -> tuple[float, float]:
+    """Mean and standard error of the mean (0 for a single value)."""
+    array = np.asarray(values, dtype=np.float64)
+    se = float(array.std(ddof=1) / np.sqrt(len(array))) if len(array) > 1 else 0.0
+    return float(array.mean()), se
 
 
-def run_arm(name: str, base, **changes) -> dict:
+def warm_start(args: argparse.Namespace, out: Path) -> tuple[Path, float]:
+    """The shared warm start's run dir (trained here unless ``--init``) and its minutes."""
+    if args.init:
+        return Path(args.init), 0.0
+    from trainers.sft import train_sft
+    from trainers.sft_config import SFTConfig
+
+    started = time.perf_counter()
+    summary = train_sft(
+        SFTConfig(
+            env=args.env,
+            env_kwargs=json.loads(args.env_kwargs),
+            teams=("mas", "single"),
+            model=args.model,
+            response_prefix=args.response_prefix,
+            steps=args.sft_steps,
+            batch_size=args.sft_batch_size,
+            lr=args.sft_lr,
+            train_tasks=args.sft_train_tasks,
+            eval_tasks=args.eval_tasks,
+            eval_every=0,
+            val_every=max(1, args.sft_steps // 4),
+            max_new_tokens=args.max_new_tokens,
+            output_dir=str(out),
+            run_name="warm_start",
+            checkpoint_every=args.sft_steps,
+            keep_checkpoints=1,
+        )
+    )
+    return summary.run_dir, (time.perf_counter() - started) / 60
+
+
+def run_arm(name: str, seed: int, base: Any) -> dict[str, Any]:
+    """Train one arm with one seed; its evaluation curve, samples and phase times."""
     from trainers.at_grpo import train
     from trainers.run_log import read_jsonl
 
-    config = dataclasses.replace(base, run_name=name, **changes)
+    algo, team, multiplier = ARMS[name]
+    config = dataclasses.replace(
+        base,
+        algo=algo,
+        team=team,
+        tasks_per_step=base.tasks_per_step * multiplier,
+        seed=seed,
+        run_name=f"{name}-seed{seed}",
+    )
     started = time.perf_counter()
     summary = train(config)
     steps = read_jsonl(summary.run_dir / "metrics.jsonl")
+    evals = read_jsonl(summary.run_dir / "eval.jsonl")
     return {
         "arm": name,
-        "team": config.team,
-        "before": summary.before,
-        "after": summary.after,
-        "samples": sum(r["samples"] for r in steps),
-        "tokens": sum(r["response_tokens"] * r["samples"] for r in steps),
+        "seed": seed,
+        "curve": {int(r["step"]): float(r["success"]) for r in evals},
+        "before": summary.before["success"],
+        "after": summary.after["success"],
+        "samples": int(sum(r["samples"] for r in steps)),
         "wall_s": time.perf_counter() - started,
         "phases": {
-            p: float(np.mean([r[p] for r in steps]))
+            p: float(np.sum([r.get(p, 0.0) for r in steps]))
             for p in ("time/generate", "time/env", "time/learner", "time/step")
         },
-        "run_dir": summary.run_dir,
+        "run_dir": str(summary.run_dir),
     }
 
 
-def main(argv: list[str] | None = None) -> list[dict]:
+def summarise(runs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Per arm: success before / after / gain as (mean, s.e.) over seeds, mean curve, samples."""
+    out: dict[str, dict[str, Any]] = {}
+    for name in ARMS:
+        mine = [r for r in runs if r["arm"] == name]
+        if not mine:
+            continue
+        steps = sorted(set.intersection(*(set(r["curve"]) for r in mine)))
+        out[name] = {
+            "seeds": [r["seed"] for r in mine],
+            "before": mean_se([r["before"] for r in mine]),
+            "after": mean_se([r["after"] for r in mine]),
+            "gain": mean_se([r["after"] - r["before"] for r in mine]),
+            "curve": {s: mean_se([r["curve"][s] for r in mine]) for s in steps},
+            "samples": float(np.mean([r["samples"] for r in mine])),
+            "train_min": float(np.mean([r["phases"]["time/step"] for r in mine])) / 60,
+            "wall_min": float(np.mean([r["wall_s"] for r in mine])) / 60,
+            "phases_min": {p: float(np.mean([r["phases"][p] for r in mine])) / 60 for p in mine[0]["phases"]},
+        }
+    return out
+
+
+def plot(summary: dict[str, dict[str, Any]], path: Path, title: str) -> Path | None:
+    """Held-out success vs training step per arm, mean +- 1 s.e. over seeds."""
+    try:
+        from matplotlib.figure import Figure
+    except ImportError:
+        return None
+    figure = Figure(figsize=(6.4, 4.2))
+    axes = figure.subplots()
+    for name, arm in summary.items():
+        steps = sorted(arm["curve"])
+        mean = np.array([arm["curve"][s][0] for s in steps])
+        se = np.array([arm["curve"][s][1] for s in steps])
+        axes.plot(steps, mean, marker="o", label=f"{name} ({len(arm['seeds'])} seeds)")
+        axes.fill_between(steps, mean - se, mean + se, alpha=0.2)
+    axes.set_xlabel("training step (0: the warm start)")
+    axes.set_ylabel("held-out success")
+    axes.set_title(title, fontsize=9)
+    axes.grid(alpha=0.3)
+    axes.legend()
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+    return path
+
+
+def print_report(summary: dict[str, dict[str, Any]], args: argparse.Namespace, warm_min: float) -> None:
+    fmt = lambda ms: f"{ms[0]:.3f} +- {ms[1]:.3f}"  # noqa: E731
+    header = [
+        "arm",
+        "seeds",
+        "samples/run",
+        "success before",
+        "success after",
+        "gain",
+        "train min",
+        "gen",
+        "learn",
+    ]
+    rows = [
+        [
+            name,
+            str(len(arm["seeds"])),
+            f"{arm['samples']:.0f}",
+            fmt(arm["before"]),
+            fmt(arm["after"]),
+            fmt(arm["gain"]),
+            f"{arm['train_min']:.1f}",
+            f"{arm['phases_min']['time/generate']:.1f}",
+            f"{arm['phases_min']['time/learner']:.1f}",
+        ]
+        for name, arm in summary.items()
+    ]
+    print(
+        f"\nLearning benchmark: {args.env}, {args.model}, warm start {warm_min:.1f} min, "
+        f"then {args.steps} RL steps x {args.tasks_per_step} tasks (single: x2), K={args.num_generations}, "
+        f"lr={args.lr}, passes={args.passes}; {args.eval_split} success on {args.eval_tasks} tasks "
+        f"(greedy), mean +- s.e. over seeds {args.seeds}"
+    )
+    print_table(header, rows)
+    if "at_grpo-mas" in summary:
+        a = summary["at_grpo-mas"]["after"]
+        for other in ("grpo-mas", "grpo-single"):
+            if other in summary:
+                b = summary[other]["after"]
+                diff, se = a[0] - b[0], float(np.hypot(a[1], b[1]))
+                ratio = diff / se if se > 0 else float("nan")
+                print(f"at_grpo-mas - {other}: {diff:+.3f} +- {se:.3f} (s.e.; {ratio:+.1f} s.e.)")
+    print(
+        "train min: the arm's training steps (rollout + update), evaluations excluded; gen / learn: its parts"
+    )
+
+
+def main(argv: list[str] | None = None) -> dict[str, dict[str, Any]]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--env", default="plan_path")
+    parser.add_argument("--env-kwargs", default='{"difficulty": "easy", "max_cycles": 2}', help="JSON")
     parser.add_argument("--model", default="smollm2-135m-instruct")
+    parser.add_argument("--init", default=None, help="a warm-start run dir to reuse (skips step 0)")
+    parser.add_argument("--sft-steps", type=int, default=300)
+    parser.add_argument("--sft-batch-size", type=int, default=8)
+    parser.add_argument("--sft-lr", type=float, default=1e-3)
+    parser.add_argument("--sft-train-tasks", type=int, default=2000)
+    parser.add_argument("--arms", nargs="+", default=list(ARMS), choices=list(ARMS))
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--steps", type=int, default=12)
     parser.add_argument(
-        "--tasks-per-step", type=int, default=4, help="of the mas arm (the single arm: twice)"
+        "--tasks-per-step", type=int, default=4, help="of the mas arms (the single arm: twice)"
     )
     parser.add_argument("-K", "--num-generations", type=int, default=4)
     parser.add_argument("--lr", type=float, default=5e-4)
-    parser.add_argument("--max-new-tokens", type=int, default=None, help="default: the env preset's")
-    parser.add_argument("--temperature", type=float, default=None, help="default: the env preset's")
-    parser.add_argument("--eval-tasks", type=int, default=16)
+    parser.add_argument("--passes", type=int, default=1)
+    parser.add_argument("--temperature", type=float, default=1.0)
+    parser.add_argument("--max-new-tokens", type=int, default=16)
+    parser.add_argument("--eval-tasks", type=int, default=64)
     parser.add_argument("--eval-every", type=int, default=4, help="0: only before and after")
-    parser.add_argument("--eval-temperature", type=float, default=0.0, help="0: greedy evaluation")
+    parser.add_argument("--eval-split", choices=["test", "validation"], default="test")
     parser.add_argument("--response-prefix", default="<answer>")
-    parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--output-dir", default="runs/learning-benchmark")
     args = parser.parse_args(argv)
 
     from trainers.config import TrainConfig
 
-    stamp = time.strftime("%Y%m%d-%H%M%S")
+    out = Path(args.output_dir) / time.strftime("%Y%m%d-%H%M%S")
+    out.mkdir(parents=True, exist_ok=True)
+    init, warm_min = warm_start(args, out)
     base = TrainConfig(
         env=args.env,
+        env_kwargs=json.loads(args.env_kwargs),
         model=args.model,
+        init=str(init),
         steps=args.steps,
+        tasks_per_step=args.tasks_per_step,
         num_generations=args.num_generations,
         lr=args.lr,
-        max_new_tokens=args.max_new_tokens,
+        passes=args.passes,
         temperature=args.temperature,
+        max_new_tokens=args.max_new_tokens,
         eval_tasks=args.eval_tasks,
         eval_every=args.eval_every,
-        eval_temperature=args.eval_temperature,
+        eval_split=args.eval_split,
         response_prefix=args.response_prefix,
-        seed=args.seed,
-        output_dir=str(Path(args.output_dir) / stamp),
-        progress=True,
+        output_dir=str(out),
         transcripts=2,
         keep_checkpoints=1,
+        checkpoint_every=args.steps,
     )
-    arms = [
-        run_arm("at_grpo-mas", base, algo="at_grpo", team="mas", tasks_per_step=args.tasks_per_step),
-        run_arm("grpo-single", base, algo="grpo", team="single", tasks_per_step=2 * args.tasks_per_step),
-    ]
-    header = [
-        "arm",
-        "samples",
-        "tokens",
-        "success b->a",
-        "invalid b->a",
-        "return b->a",
-        "wall min",
-        "gen s/step",
-        "env s/step",
-        "learn s/step",
-    ]
-    rows = []
-    for arm in arms:
-        b, a = arm["before"], arm["after"]
-        rows.append(
-            [
-                arm["arm"],
-                str(int(arm["samples"])),
-                f"{arm['tokens']:.0f}",
-                f"{b['success']:.3f}->{a['success']:.3f}",
-                f"{b['invalid_rate']:.3f}->{a['invalid_rate']:.3f}",
-                f"{team_return(b):.3f}->{team_return(a):.3f}",
-                f"{arm['wall_s'] / 60:.1f}",
-                f"{arm['phases']['time/generate']:.1f}",
-                f"{arm['phases']['time/env']:.2f}",
-                f"{arm['phases']['time/learner']:.1f}",
-            ]
-        )
-    print(
-        f"\nLearning benchmark: {args.env}, {args.model}, {args.steps} steps, K={args.num_generations}, "
-        f"lr={args.lr}, {args.eval_tasks} held-out test tasks (eval temperature {args.eval_temperature}), "
-        f"seed {args.seed}"
-    )
-    print_table(header, rows)
-    gains = [team_return(arm["after"]) - team_return(arm["before"]) for arm in arms]
-    ratio = gains[0] / gains[1] if abs(gains[1]) > 1e-12 else float("nan")
-    print(f"team-return gain: at_grpo-mas {gains[0]:+.3f}, grpo-single {gains[1]:+.3f}, ratio {ratio:.2f}")
-    step_s = [arm["phases"]["time/step"] for arm in arms]
-    print(
-        f"seconds per training step: at_grpo-mas {step_s[0]:.1f}, grpo-single {step_s[1]:.1f}, "
-        f"grpo-single / at_grpo-mas = {step_s[1] / max(step_s[0], 1e-9):.2f}x"
-    )
-    print(f"run dirs: {', '.join(str(arm['run_dir']) for arm in arms)}")
-    return arms
+    runs = [run_arm(name, seed, base) for seed in args.seeds for name in args.arms]
+    summary = summarise(runs)
+    print_report(summary, args, warm_min)
+    record = {
+        "args": vars(args),
+        "warm_start": str(init),
+        "warm_start_min": warm_min,
+        "runs": runs,
+        "summary": summary,
+    }
+    (out / "learning.json").write_text(json.dumps(record, indent=2, default=str))
+    png = plot(summary, out / "learning.png", f"{args.env}: held-out success from one warm start")
+    print(f"results: {out / 'learning.json'}" + (f", curves: {png}" if png else ""))
+    return summary
 
 
 if __name__ == "__main__":

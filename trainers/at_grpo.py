@@ -248,6 +248,7 @@ def _evaluate(config: TrainConfig, team: Team, logger: RunLogger, step: int) -> 
         num_tasks=config.eval_tasks,
         sampling=sampling,
         env_kwargs={"team": config.team, **config.env_kwargs},
+        split=config.eval_split,
     )
     logger.log_eval(step, result.metrics)
     if config.transcripts:

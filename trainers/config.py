@@ -218,6 +218,9 @@ class TrainConfig:
     """Held-out test tasks per evaluation (one episode each, K = 1) (None: the env preset's)."""
     eval_temperature: float = 0.0
     """Sampling temperature of evaluations (0: greedy)."""
+    eval_split: Literal["test", "validation"] = "test"
+    """Where evaluations play: held-out 'test' tasks, or the train split's 'validation' slice (never
+    trained on) when choosing hyperparameters, so the test split is only ever evaluated."""
     transcripts: int = 3
     """Episodes written to transcripts/ at each evaluation."""
 

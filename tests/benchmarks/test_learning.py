@@ -1,8 +1,9 @@
-"""The learning benchmark runs both arms at the same sample budget and prints its table
-(the figures themselves are not asserted: they are what the benchmark measures)."""
+"""The learning benchmark: one warm start, three arms x seeds, mean +- s.e. (the figures
+themselves are not asserted: they are what the benchmark measures)."""
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -10,18 +11,30 @@ import pytest
 from benchmarks import learning
 
 
+def test_mean_and_standard_error():
+    assert learning.mean_se([0.5]) == (0.5, 0.0)
+    mean, se = learning.mean_se([0.2, 0.4, 0.6])
+    assert mean == pytest.approx(0.4) and se == pytest.approx(0.2 / 3**0.5)
+
+
 @pytest.mark.slow
-def test_smoke_run_prints_both_arms(tmp_path, capsys):
-    arms = learning.main([
-        "--model", "tiny-test", "--env", "tests.trainers.conftest:test/even_plan", "--steps", "2",
-        "--max-new-tokens", "1", "--response-prefix", "", "--eval-tasks", "4", "--eval-every", "1",
-        "--temperature", "1.0", "--output-dir", str(tmp_path),
+def test_smoke_run_prints_every_arm(tmp_path, capsys):
+    summary = learning.main([
+        "--model", "tiny-test", "--env", "tests.trainers.conftest:test/one_token", "--env-kwargs", "{}",
+        "--sft-steps", "2", "--sft-train-tasks", "8", "--steps", "1", "--seeds", "0", "1",
+        "--tasks-per-step", "2", "-K", "2", "--max-new-tokens", "1", "--response-prefix", "",
+        "--eval-tasks", "4", "--eval-every", "1", "--output-dir", str(tmp_path),
     ])  # fmt: skip
     out = capsys.readouterr().out
-    assert [arm["arm"] for arm in arms] == ["at_grpo-mas", "grpo-single"]
-    assert [arm["team"] for arm in arms] == ["mas", "single"]
-    # Same sample budget: the single-role team gets twice the tasks for half the turns.
-    assert arms[0]["samples"] == arms[1]["samples"] > 0
-    for name in ("at_grpo-mas", "grpo-single"):
-        assert re.search(rf"{name}\s+\d+\s+\d+\s+[\d.]+->[\d.]+", out), name
-    assert "team-return gain" in out and "seconds per training step" in out
+    assert list(summary) == ["at_grpo-mas", "grpo-mas", "grpo-single"]
+    for name, arm in summary.items():
+        assert arm["seeds"] == [0, 1] and sorted(arm["curve"]) == [0, 1]
+        assert re.search(rf"{name}\s+2\s+\d+\s+[\d.]+ \+- [\d.]+", out), name
+    # Equal budgets are printed, not assumed: the single team gets twice the tasks.
+    assert summary["grpo-single"]["samples"] == summary["grpo-mas"]["samples"] > 0
+    assert "at_grpo-mas - grpo-mas:" in out and "at_grpo-mas - grpo-single:" in out
+    (result,) = tmp_path.glob("*/learning.json")
+    record = json.loads(result.read_text())
+    assert len(record["runs"]) == 6 and (result.parent / "learning.png").is_file()
+    assert all(json.loads((result.parent / f"{r['arm']}-seed{r['seed']}" / "config.json").read_text())["init"]
+               == record["warm_start"] for r in record["runs"])  # fmt: skip

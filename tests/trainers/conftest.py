@@ -52,10 +52,6 @@ class EvenPlanEnv(EvenTeamEnv):
     metadata = {**TextAECEnv.metadata, "name": "even_plan_v0"}
     TEAMS = {"mas": ("planner", "executor"), "single": ("solver",)}
 
-    def oracle_response(self, agent):
-        """Always right: 'b' (code 98). Warm-start demonstrations come from here."""
-        return "b"
-
 
 class OneTokenEnv(EvenPlanEnv):
     """Right only when the reply starts with 'k' (chance about 1 in 256 bytes per role): the
