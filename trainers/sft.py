@@ -112,10 +112,13 @@ def _demonstrations(config: SFTConfig, teams: dict[str, Team], tasks: list[int],
     return turns
 
 
-def _evaluate(config: SFTConfig, teams: dict[str, Team], logger: RunLogger, step: int) -> dict[str, float]:
-    """Greedy held-out test success of every team variant (the first unprefixed)."""
+def _evaluate(
+    config: SFTConfig, teams: dict[str, Team], logger: RunLogger, step: int, val_nll: float
+) -> dict[str, float]:
+    """Greedy held-out test success of every team variant (the first unprefixed), logged with
+    the validation NLL of the same weights."""
     sampling = SamplingParams(temperature=0.0, max_new_tokens=config.max_new_tokens, stop=config.stop)
-    metrics: dict[str, float] = {}
+    metrics: dict[str, float] = {"val_nll": val_nll}
     for i, (variant, team) in enumerate(teams.items()):
         result = evaluate(
             team,
@@ -199,10 +202,10 @@ def train_sft(config: SFTConfig) -> SFTSummary:
 
     with logger:
         evals = {record["step"]: record for record in read_jsonl(run_dir / "eval.jsonl")}
-        before = evals.get(0) or _evaluate(config, teams, logger, 0)
+        before = evals.get(0) or _evaluate(config, teams, logger, 0, learner.nll(val)["all"])
         after = evals[max(evals)] if evals else before
         vals = [r["val_nll"] for r in read_jsonl(run_dir / "metrics.jsonl") if "val_nll" in r]
-        val_before = vals[0] if vals else learner.nll(val)["all"]
+        val_before = before["val_nll"]
         val_after = vals[-1] if vals else val_before
         bar = tqdm(
             total=config.steps,
@@ -226,14 +229,15 @@ def train_sft(config: SFTConfig) -> SFTSummary:
                     "epoch": (step * config.batch_size) / len(train),
                     **{f"learner/{name}/{k}": v for name, m in per_unit.items() for k, v in m.items()},
                 }
+                metrics["time/step"] = time.perf_counter() - step_start  # the update alone
                 last = step == config.steps
-                if last or step % config.val_every == 0:
+                evaluating = last or bool(config.eval_every and step % config.eval_every == 0)
+                if evaluating or step % config.val_every == 0:
                     metrics["val_nll"] = val_after = learner.nll(val)["all"]
-                metrics["time/step"] = time.perf_counter() - step_start
                 logger.log_step(step, metrics)
-                if last or (config.eval_every and step % config.eval_every == 0):
+                if evaluating:
                     bar.set_postfix_str("evaluating")
-                    after = _evaluate(config, teams, logger, step)
+                    after = _evaluate(config, teams, logger, step, val_after)
                 if last or step % config.checkpoint_every == 0:
                     save_checkpoint(
                         run_dir,
@@ -267,7 +271,7 @@ def train_sft(config: SFTConfig) -> SFTSummary:
     )
 
 
-def format_sft_summary(summary: SFTSummary, teams: Sequence[str]) -> str:
+def format_sft_summary(summary: SFTSummary, config: SFTConfig) -> str:
     """The one-screen report printed at the end of a warm start."""
     lines = [
         "",
@@ -277,7 +281,7 @@ def format_sft_summary(summary: SFTSummary, teams: Sequence[str]) -> str:
         f"  validation NLL per reply token: {summary.val_nll[0]:.3f} -> {summary.val_nll[1]:.3f}",
         f"  {'held-out eval':<26}{'before':>10}{'after':>10}",
     ]
-    for i, variant in enumerate(teams):
+    for i, variant in enumerate(config.teams):
         prefix = "" if i == 0 else f"{variant}/"
         for key in ("success", "invalid_rate"):
             b, a = (
@@ -287,7 +291,8 @@ def format_sft_summary(summary: SFTSummary, teams: Sequence[str]) -> str:
             lines.append(f"  {variant + ' ' + key:<26}{b:>10.3f}{a:>10.3f}")
     lines += [
         f"  plots       {summary.run_dir / 'plots'}",
-        f"  next        python -m trainers.at_grpo --env <env> --init {summary.run_dir}",
+        f"  next        python -m trainers.at_grpo --env {config.env} --model {config.model} "
+        f"--init {summary.run_dir}",
     ]
     return "\n".join(lines)
 
@@ -312,7 +317,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
-    print(format_sft_summary(summary, config.teams))
+    print(format_sft_summary(summary, config))
     return 0
 
 
