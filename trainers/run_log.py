@@ -28,6 +28,7 @@ import operator
 import os
 import re
 import tempfile
+import time
 import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -168,6 +169,28 @@ def _truncate_jsonl(path: Path, max_step: int) -> None:
     records, _ = _parse_lines(path.read_text(encoding="utf-8", errors="replace"))
     kept = [r for r in records if isinstance(r.get("step"), int) and r["step"] <= max_step]
     atomic_write_text(path, "".join(json.dumps(r, allow_nan=False) + "\n" for r in kept))
+
+
+_EVENT_FILE = re.compile(r"(events\.out\.tfevents\.)(\d+)(\..*)")
+
+
+def _date_events_before_now(log_dir: Path) -> None:
+    """Rename earlier event files stamped at or after now to one second before it.
+
+    TensorBoard reads a directory's event files in name order, and their names start with the
+    writer's wall-clock second; a resumed writer's purge only hides the old steps if its file
+    comes last. A clock that moved backwards (a VM's, or another machine's) would sort the old
+    file after the new one and the purged steps would reappear."""
+    if not log_dir.is_dir():
+        return
+    now = int(time.time())
+    for path in sorted(log_dir.iterdir()):
+        match = _EVENT_FILE.fullmatch(path.name)
+        if match and int(match[2]) >= now:
+            target = path.with_name(f"{match[1]}{now - 1}{match[3]}")
+            while target.exists():
+                target = target.with_name(target.name + "_")
+            path.rename(target)
 
 
 def _import_summary_writer() -> Any:
@@ -320,6 +343,8 @@ class RunLogger:
         if tensorboard:
             writer_cls = _import_summary_writer()
             if writer_cls is not None:
+                if resume_step is not None:
+                    _date_events_before_now(self.run_dir / TENSORBOARD_DIR)
                 purge = None if resume_step is None else resume_step + 1
                 self._tb = writer_cls(log_dir=str(self.run_dir / TENSORBOARD_DIR), purge_step=purge)
 

@@ -238,6 +238,23 @@ def test_resume_purges_tensorboard_steps(tmp_path):
     assert [e.value for e in loss] == pytest.approx([0.1, 0.2, 0.3, 40.0])
 
 
+def test_resume_purges_tensorboard_steps_after_the_clock_went_back(tmp_path):
+    """Event files are read in name order, names start with the writer's second: an old file
+    stamped in the future (a clock that moved backwards) must not outlive the purge."""
+    pytest.importorskip("tensorboard")
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    log_run(tmp_path, tensorboard=True, plots=False)
+    (old,) = (tmp_path / "tensorboard").glob("events.out.tfevents.*")
+    stamp = int(old.name.split(".")[3])
+    old.rename(old.with_name(old.name.replace(str(stamp), str(stamp + 3600), 1)))
+    with RunLogger(tmp_path, resume_step=3, tensorboard=True, plots=False) as log:
+        log.log_step(4, {"loss": 40.0})
+    events = EventAccumulator(str(tmp_path / "tensorboard"))
+    events.Reload()
+    assert [e.step for e in events.Scalars("train/loss")] == [1, 2, 3, 4]
+
+
 def test_corrupt_lines_are_dropped(tmp_path):
     path = tmp_path / "metrics.jsonl"
     path.write_text('{"step": 1}\nnot json\n{"step": 2}\n[1, 2]\n{"step": 3, "x": ')
