@@ -395,12 +395,13 @@ def format_summary(summary: Summary) -> str:
     if summary.phase_seconds:
         phases = ", ".join(f"{k.split('/')[1]} {v:.1f}s" for k, v in summary.phase_seconds.items())
         lines.append(f"  mean per step: {phases}")
-    if summary.after.get("success", 0.0) <= summary.before.get("success", 0.0):
+    first, last = summary.before.get("success", 0.0), summary.after.get("success", 0.0)
+    if last <= first and last < 1.0:
         lines.append(
-            f"  nothing was learned: held-out success {summary.before.get('success', 0.0):.2f} -> "
-            f"{summary.after.get('success', 0.0):.2f}. A small model needs a warm start first: "
-            "python -m trainers.sft --env <env>, then this command with --init <that run dir> "
-            "(README, Results); from one, try more steps or a higher --lr"
+            f"  nothing was learned: held-out success {first:.2f} -> {last:.2f}. "
+            "A small model needs a warm start first: python -m trainers.sft --env <env>, "
+            "then this command with --init <that run dir> (README, Results); from one, "
+            "try more steps or a higher --lr"
         )
     lines += [
         f"  metrics     {summary.run_dir / 'metrics.jsonl'} (eval: eval.jsonl)",

@@ -242,3 +242,16 @@ def test_training_tasks_skip_the_validation_slice(monkeypatch):
     skipped = [t.seed for t in at_grpo._step_tasks(config, 1)]
     assert len(skipped) == 3 and normal[0].seed not in skipped
     assert skipped[:2] == [normal[1].seed, normal[2].seed]
+
+
+def test_the_training_summary_says_when_nothing_was_learned(tmp_path):
+    from trainers.at_grpo import Summary, format_summary
+
+    def text(before, after):
+        summary = Summary(tmp_path, 3, {"success": before}, {"success": after}, {}, 60.0)
+        return format_summary(summary)
+
+    assert "nothing was learned: held-out success 0.00 -> 0.00" in text(0.0, 0.0)
+    assert "python -m trainers.sft" in text(0.5, 0.25)
+    assert "nothing was learned" not in text(0.25, 0.5)
+    assert "nothing was learned" not in text(1.0, 1.0)  # already solved: nothing to say
