@@ -25,14 +25,12 @@ metrics an uninterrupted run would have logged (on the same machine and thread c
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import random
 import sys
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -50,12 +48,13 @@ from trainers.checkpoint import (
     load_initial_weights,
     save_checkpoint,
 )
-from trainers.cli import config_from_dict, config_to_dict, parse_overrides
+from trainers.cli import config_to_dict, parse_overrides
 from trainers.config import RESUMABLE_OVERRIDES, ConfigError, TrainConfig, estimator_options, resolve_config
 from trainers.evaluation import EvalResult, episode_metrics, evaluate, sample_metrics
 from trainers.learner import Learner, LearnerConfig
 from trainers.records import TaskKey
 from trainers.rollout import plain_rollout, tree_rollout
+from trainers.run_dirs import load_saved_config, new_run_dir
 from trainers.run_log import RunLogger, atomic_write_text, read_jsonl
 from trainers.teams import build_team, served_policies, sync_served_weights
 
@@ -96,42 +95,14 @@ def load_run_config(run_dir: str | Path, overrides: Mapping[str, Any] | None = N
     Raises:
         ConfigError: No config.json there, or an override of a field a resume cannot change.
     """
-    path = Path(run_dir) / "config.json"
-    if not path.is_file():
-        raise ConfigError(f"resume={str(run_dir)!r}: no config.json there; pass the run directory of a run")
-    data = json.loads(path.read_text())
     # Runs saved before these fields existed always dropped zero-advantage samples and trusted
     # the sampler's logprobs: keep doing so, or their resumed steps would differ.
-    data = {**LEGACY_DEFAULTS, **data}
-    saved = config_from_dict(TrainConfig, data)
-    overrides = dict(overrides or {})
-    changed = sorted(
-        name
-        for name, value in overrides.items()
-        if name not in RESUMABLE_OVERRIDES and value != getattr(saved, name)
-    )
-    if changed:
-        raise ConfigError(
-            f"a resumed run keeps its config; cannot change {changed} (only {sorted(RESUMABLE_OVERRIDES)}). "
-            "Start a new run instead (drop --resume)."
-        )
-    allowed = {k: v for k, v in overrides.items() if k in RESUMABLE_OVERRIDES}
-    return dataclasses.replace(saved, **{**allowed, "resume": str(run_dir)})
+    return load_saved_config(TrainConfig, run_dir, overrides, RESUMABLE_OVERRIDES, LEGACY_DEFAULTS)
 
 
 def _new_run_dir(config: TrainConfig) -> Path:
-    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
-    name = (
-        config.run_name
-        or f"{envs.spec(config.env).name.replace('/', '_')}-{config.algo}-{config.team}-{stamp}"
-    )
-    run_dir = Path(config.output_dir) / name
-    if run_dir.exists() and any(run_dir.iterdir()):
-        raise ConfigError(
-            f"run directory {run_dir} exists and is not empty; pass --run-name or --resume {run_dir}"
-        )
-    run_dir.mkdir(parents=True, exist_ok=True)
-    return run_dir
+    stem = f"{envs.spec(config.env).name}-{config.algo}-{config.team}"
+    return new_run_dir(config.output_dir, config.run_name, stem)
 
 
 def _seed_everything(seed: int) -> None:

@@ -33,7 +33,6 @@ import json
 import sys
 import time
 from collections.abc import Sequence
-from datetime import datetime
 from pathlib import Path
 
 import numpy as np
@@ -42,11 +41,12 @@ import envs
 from agents.base import SamplingParams
 from agents.team import Team
 from trainers.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
-from trainers.cli import config_from_dict, config_to_dict, parse_overrides
+from trainers.cli import config_to_dict, parse_overrides
 from trainers.config import ConfigError
 from trainers.demonstrations import oracle_demonstrations
 from trainers.evaluation import evaluate
 from trainers.records import TaskKey, Turn
+from trainers.run_dirs import load_saved_config, new_run_dir
 from trainers.run_log import RunLogger, atomic_write_text, read_jsonl
 from trainers.sft_config import SFT_RESUMABLE_OVERRIDES, SFTConfig, resolve_sft_config
 from trainers.supervised import SupervisedLearner
@@ -136,33 +136,12 @@ def _evaluate(
 
 
 def _new_run_dir(config: SFTConfig) -> Path:
-    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
-    name = config.run_name or f"{envs.spec(config.env).name.replace('/', '_')}-sft-{stamp}"
-    run_dir = Path(config.output_dir) / name
-    if run_dir.exists() and any(run_dir.iterdir()):
-        raise ConfigError(
-            f"run directory {run_dir} exists and is not empty; pass --run-name or --resume {run_dir}"
-        )
-    run_dir.mkdir(parents=True, exist_ok=True)
-    return run_dir
+    return new_run_dir(config.output_dir, config.run_name, f"{envs.spec(config.env).name}-sft")
 
 
 def load_sft_config(run_dir: str | Path, overrides: dict) -> SFTConfig:
     """The saved config of a warm-start run, with the overrides a resume may change."""
-    path = Path(run_dir) / "config.json"
-    if not path.is_file():
-        raise ConfigError(f"resume={str(run_dir)!r}: no config.json there; pass the run directory of a run")
-    saved = config_from_dict(SFTConfig, json.loads(path.read_text()))
-    changed = sorted(
-        k for k, v in overrides.items() if k not in SFT_RESUMABLE_OVERRIDES and v != getattr(saved, k)
-    )
-    if changed:
-        raise ConfigError(
-            f"a resumed run keeps its config; cannot change {changed} "
-            f"(only {sorted(SFT_RESUMABLE_OVERRIDES)}); start a new run instead (drop --resume)"
-        )
-    allowed = {k: v for k, v in overrides.items() if k in SFT_RESUMABLE_OVERRIDES}
-    return dataclasses.replace(saved, **{**allowed, "resume": str(run_dir)})
+    return load_saved_config(SFTConfig, run_dir, overrides, SFT_RESUMABLE_OVERRIDES)
 
 
 def train_sft(config: SFTConfig) -> SFTSummary:
