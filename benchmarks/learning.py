@@ -15,8 +15,9 @@ The protocol of the paper's ablations, from ONE shared warm start:
    (c) ``grpo-single``: one role does everything, GRPO on plain episodes. A single-role
        episode has half the turns, so this arm gets twice the tasks per step;
    the table prints the responses each arm sampled, so equal budgets are checked, not assumed;
-2. held-out success on ``--eval-tasks`` test tasks (greedy) before training, every
-   ``--eval-every`` steps and at the end; mean +- standard error over seeds.
+2. held-out success on ``--eval-tasks`` test tasks (greedy) before training (once per team:
+   every arm starts from the same weights), every ``--eval-every`` steps and at the end;
+   mean +- standard error over seeds.
 
 Hyperparameters (lr, K, passes, temperature, reply length) are chosen with
 ``--eval-split validation`` (the train split's validation slice, never trained on); the
@@ -85,8 +86,13 @@ def warm_start(args: argparse.Namespace, out: Path) -> tuple[Path, float]:
     return summary.run_dir, (time.perf_counter() - started) / 60
 
 
-def run_arm(name: str, seed: int, base: Any) -> dict[str, Any]:
-    """Train one arm with one seed; its evaluation curve, samples and phase times."""
+def run_arm(name: str, seed: int, base: Any, initial_evals: dict[str, dict[str, float]]) -> dict[str, Any]:
+    """Train one arm with one seed; its evaluation curve, samples and phase times.
+
+    ``initial_evals`` (team -> step-0 evaluation) is filled by the first run of each team
+    and reused by the others: every arm starts from the same warm-start weights and the
+    evaluation is greedy on the same tasks, so re-evaluating would repeat identical work.
+    """
     from trainers.at_grpo import train
     from trainers.run_log import read_jsonl
 
@@ -100,7 +106,8 @@ def run_arm(name: str, seed: int, base: Any) -> dict[str, Any]:
         run_name=f"{name}-seed{seed}",
     )
     started = time.perf_counter()
-    summary = train(config)
+    summary = train(config, initial_eval=initial_evals.get(team))
+    initial_evals.setdefault(team, summary.before)
     steps = read_jsonl(summary.run_dir / "metrics.jsonl")
     evals = read_jsonl(summary.run_dir / "eval.jsonl")
     return {
@@ -266,7 +273,8 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, Any]]:
         keep_checkpoints=1,
         checkpoint_every=args.steps,
     )
-    runs = [run_arm(name, seed, base) for seed in args.seeds for name in args.arms]
+    initial_evals: dict[str, dict[str, float]] = {}
+    runs = [run_arm(name, seed, base, initial_evals) for seed in args.seeds for name in args.arms]
     summary = summarise(runs)
     print_report(summary, args, warm_min)
     record = {

@@ -252,8 +252,13 @@ def _progress_bar(config: TrainConfig, start: int):
     )
 
 
-def train(config: TrainConfig) -> Summary:
-    """Run (or, with ``config.resume``, continue) a training run; see the module docstring."""
+def train(config: TrainConfig, initial_eval: dict[str, float] | None = None) -> Summary:
+    """Run (or, with ``config.resume``, continue) a training run; see the module docstring.
+
+    ``initial_eval``: the step-0 evaluation when the caller already made it on the same
+    weights (e.g. ``benchmarks.learning`` runs many arms from one warm start, and greedy
+    evaluation of identical weights gives identical results); logged instead of re-evaluating.
+    """
     started = time.perf_counter()
     config = resolve_config(config)
     env = envs.make(config.env, team=config.team, **config.env_kwargs)  # fails early on bad env_kwargs
@@ -305,7 +310,12 @@ def train(config: TrainConfig) -> Summary:
     atomic_write_text(run_dir / "config.json", json.dumps(config_to_dict(config), indent=2))
     with logger:
         evals = {record["step"]: record for record in read_jsonl(run_dir / "eval.jsonl")}
-        before = evals.get(0) or _evaluate(config, team, logger, 0)
+        before = evals.get(0)
+        if before is None and initial_eval is not None:
+            logger.log_eval(0, initial_eval)
+            before = initial_eval
+        if before is None:
+            before = _evaluate(config, team, logger, 0)
         after = evals[max(evals)] if evals else before  # a resumed run's latest evaluation
         bar = _progress_bar(config, start)
         try:

@@ -72,12 +72,12 @@ class SFTConfig:
     """Stop strings of the rollouts: a reply's tokens run through the first one."""
 
     # --- optimisation ---
-    steps: int = 300
+    steps: int = 240
     """Optimiser steps."""
-    batch_size: int = 8
+    batch_size: int = 16
     """Demonstrations (turns) per step, drawn in a seeded order, epoch after epoch."""
     lr: float | None = None
-    """AdamW learning rate (None: 1e-3 with LoRA, 1e-5 for full weights)."""
+    """AdamW learning rate (None: 2e-3 with LoRA, 1e-5 for full weights)."""
     max_grad_norm: float = 1.0
     """Gradient-norm clip per trained unit."""
     micro_batch_tokens: int = 4096
@@ -86,9 +86,9 @@ class SFTConfig:
     """Seeds the demonstration order and LoRA initialisation."""
 
     # --- evaluation ---
-    val_every: int = 25
+    val_every: int = 40
     """Validation loss every N steps (and before and after training)."""
-    eval_every: int = 100
+    eval_every: int = 120
     """Held-out test success of each team of --teams every N steps, before and after training (0: only)."""
     eval_tasks: int = 64
     """Held-out test tasks per evaluation (one greedy episode each)."""
@@ -167,7 +167,7 @@ def resolve_sft_config(config: SFTConfig) -> SFTConfig:
     if config.max_new_tokens is None:
         updates["max_new_tokens"] = preset["max_new_tokens"]
     if config.lr is None:
-        updates["lr"] = 1e-3 if config.lora else 1e-5
+        updates["lr"] = 2e-3 if config.lora else 1e-5
     return dataclasses.replace(config, **updates)
 
 

@@ -317,3 +317,31 @@ def test_dr_grpo_trains_with_r_minus_mean_advantages(tmp_path, monkeypatch):
     assert step["samples_trained"] > 0 and np.isfinite(step["loss"])
     config = json.loads((summary.run_dir / "config.json").read_text())
     assert config["advantage_scale"] == "none" and config["dynamic_sampling"] is False
+
+
+def test_a_given_initial_evaluation_is_logged_as_step_0_instead_of_re_evaluating(tmp_path):
+    from trainers.at_grpo import train
+
+    given = {"success": 0.125, "invalid_rate": 0.5}
+    config = TrainConfig(
+        env=TEST_ENV,
+        model="tiny-test",
+        steps=1,
+        eval_every=0,
+        eval_tasks=4,
+        tasks_per_step=4,
+        num_generations=4,
+        max_new_tokens=1,
+        response_prefix="",
+        output_dir=str(tmp_path),
+        run_name="run",
+        progress=False,
+        plots=False,
+        tensorboard=False,
+    )
+    summary = train(config, initial_eval=given)
+    evals = read_jsonl(summary.run_dir / "eval.jsonl")
+    assert [record["step"] for record in evals] == [0, 1]
+    assert evals[0]["success"] == 0.125 and evals[0]["invalid_rate"] == 0.5
+    assert summary.before == given
+    assert not (summary.run_dir / "transcripts" / "eval_step_000000.md").exists()  # not re-evaluated
