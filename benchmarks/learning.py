@@ -61,6 +61,19 @@ def warm_start(args: argparse.Namespace, out: Path) -> tuple[Path, float]:
     from trainers.sft import train_sft
     from trainers.sft_config import SFTConfig
 
+    # Only the --sft-* values given on the command line override SFTConfig: its defaults are
+    # the measured warm-start recipe, kept in one place.
+    given = {
+        field: value
+        for field, value in (
+            ("steps", args.sft_steps),
+            ("batch_size", args.sft_batch_size),
+            ("lr", args.sft_lr),
+            ("train_tasks", args.sft_train_tasks),
+        )
+        if value is not None
+    }
+    steps = given.get("steps", SFTConfig.steps)
     started = time.perf_counter()
     summary = train_sft(
         SFTConfig(
@@ -69,17 +82,14 @@ def warm_start(args: argparse.Namespace, out: Path) -> tuple[Path, float]:
             teams=("mas", "single"),
             model=args.model,
             response_prefix=args.response_prefix,
-            steps=args.sft_steps,
-            batch_size=args.sft_batch_size,
-            lr=args.sft_lr,
-            train_tasks=args.sft_train_tasks,
+            **given,
             eval_tasks=args.eval_tasks,
             eval_every=0,
-            val_every=max(1, args.sft_steps // 4),
+            val_every=max(1, steps // 4),
             max_new_tokens=args.max_new_tokens,
             output_dir=str(out),
             run_name="warm_start",
-            checkpoint_every=args.sft_steps,
+            checkpoint_every=steps,
             keep_checkpoints=1,
         )
     )
@@ -225,10 +235,11 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, Any]]:
     parser.add_argument("--env-kwargs", default='{"difficulty": "easy", "max_cycles": 2}', help="JSON")
     parser.add_argument("--model", default="smollm2-135m-instruct")
     parser.add_argument("--init", default=None, help="a warm-start run dir to reuse (skips step 0)")
-    parser.add_argument("--sft-steps", type=int, default=240)
-    parser.add_argument("--sft-batch-size", type=int, default=16)
-    parser.add_argument("--sft-lr", type=float, default=2e-3)
-    parser.add_argument("--sft-train-tasks", type=int, default=2000)
+    # None: trainers.sft's defaults (SFTConfig), the measured warm-start recipe.
+    parser.add_argument("--sft-steps", type=int, default=None, help="default: SFTConfig.steps")
+    parser.add_argument("--sft-batch-size", type=int, default=None, help="default: SFTConfig.batch_size")
+    parser.add_argument("--sft-lr", type=float, default=None, help="default: SFTConfig's (by --lora)")
+    parser.add_argument("--sft-train-tasks", type=int, default=None, help="default: SFTConfig.train_tasks")
     parser.add_argument("--arms", nargs="+", default=list(ARMS), choices=list(ARMS))
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--steps", type=int, default=12)
