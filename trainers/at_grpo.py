@@ -86,6 +86,8 @@ class Summary:
     after: dict[str, float]
     phase_seconds: dict[str, float]
     wall_seconds: float
+    warm_started: bool = False
+    """Whether the run started from ``--init`` weights (the advice differs)."""
 
 
 # ---------------------------------------------------------------------------- set-up
@@ -358,7 +360,15 @@ def train(config: TrainConfig, initial_eval: dict[str, float] | None = None) -> 
     phase_seconds = {
         p: float(np.mean([r[p] for r in records if p in r])) for p in phases if any(p in r for r in records)
     }
-    return Summary(run_dir, config.steps, before, after, phase_seconds, time.perf_counter() - started)
+    return Summary(
+        run_dir,
+        config.steps,
+        before,
+        after,
+        phase_seconds,
+        time.perf_counter() - started,
+        warm_started=config.init is not None,
+    )
 
 
 def format_summary(summary: Summary) -> str:
@@ -377,12 +387,17 @@ def format_summary(summary: Summary) -> str:
         phases = ", ".join(f"{k.split('/')[1]} {v:.1f}s" for k, v in summary.phase_seconds.items())
         lines.append(f"  mean per step: {phases}")
     first, last = summary.before.get("success", 0.0), summary.after.get("success", 0.0)
-    if last <= first and last < 1.0:
+    if last <= first and last < 1.0 and summary.warm_started:
+        lines.append(
+            f"  nothing was learned: held-out success {first:.2f} -> {last:.2f}. From a warm start "
+            "a few steps move success by less than the noise of a small evaluation (README, Results): "
+            "try more --eval-tasks (64+) to see the change, more --steps, or a lower --lr"
+        )
+    elif last <= first and last < 1.0:
         lines.append(
             f"  nothing was learned: held-out success {first:.2f} -> {last:.2f}. "
             "A small model needs a warm start first: python -m trainers.sft --env <env>, "
-            "then this command with --init <that run dir> (README, Results); from one, "
-            "try more steps or a higher --lr"
+            "then this command with --init <that run dir> (README, Results)"
         )
     lines += [
         f"  metrics     {summary.run_dir / 'metrics.jsonl'} (eval: eval.jsonl)",

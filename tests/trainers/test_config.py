@@ -14,6 +14,7 @@ def test_presets_fill_what_was_not_given_and_explicit_values_win():
     assert (config.rollout, config.estimator) == ("tree", "at_grpo")
     assert config.env_kwargs["difficulty"] == "easy" and config.tasks_per_step and config.max_new_tokens
     assert config.lr == 5e-4  # LoRA default
+    assert resolve_config(TrainConfig(env="sokoban", init="runs/warm")).lr == 1e-4  # from a warm start
     config = resolve_config(
         TrainConfig(env="sokoban-v0", algo="gigpo", env_kwargs={"difficulty": "medium"}, steps=3, lora=False)
     )

@@ -255,3 +255,7 @@ def test_the_training_summary_says_when_nothing_was_learned(tmp_path):
     assert "python -m trainers.sft" in text(0.5, 0.25)
     assert "nothing was learned" not in text(0.25, 0.5)
     assert "nothing was learned" not in text(1.0, 1.0)  # already solved: nothing to say
+    warm = Summary(tmp_path, 3, {"success": 0.5}, {"success": 0.25}, {}, 60.0, warm_started=True)
+    advice = format_summary(warm)
+    assert "nothing was learned" in advice and "--eval-tasks" in advice
+    assert "python -m trainers.sft" not in advice  # it already started from one
