@@ -229,6 +229,12 @@ def train_sft(config: SFTConfig) -> SFTSummary:
                 bar.set_postfix(
                     nll=f"{metrics['nll']:.3f}", val=f"{val_after:.3f}", eval=f"{after['success']:.2f}"
                 )
+            if start >= config.steps and max(evals, default=-1) != start:
+                # Resumed with --steps at (or below) the last checkpoint, e.g. to end a run
+                # early: no step is left, but these weights were never evaluated, and the
+                # summary must not report an older evaluation as "after".
+                val_after = learner.nll(val)["all"]
+                after = _evaluate(config, teams, logger, start, val_after)
         except KeyboardInterrupt:
             bar.close()
             print(

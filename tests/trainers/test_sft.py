@@ -163,6 +163,27 @@ def test_resume_repeats_an_uninterrupted_run_exactly(tmp_path):
         assert torch.equal(x, y), name
 
 
+def test_ending_a_run_early_at_its_last_checkpoint_evaluates_those_weights(tmp_path, monkeypatch):
+    import trainers.sft as sft
+
+    real = sft.batch_indices
+
+    def interrupt_at_step_5(n, batch_size, seed, step):
+        if step == 5:  # after step 4's checkpoint, before the run's last-step evaluation
+            raise KeyboardInterrupt
+        return real(n, batch_size, seed, step)
+
+    monkeypatch.setattr(sft, "batch_indices", interrupt_at_step_5)
+    with pytest.raises(KeyboardInterrupt):
+        train_sft(_one_token_config(tmp_path, steps=8))
+    monkeypatch.setattr(sft, "batch_indices", real)
+    summary = train_sft(_one_token_config(tmp_path, steps=4, resume=str(tmp_path / "warm")))
+    evals = [json.loads(line) for line in (summary.run_dir / "eval.jsonl").read_text().splitlines()]
+    assert [e["step"] for e in evals] == [0, 4]  # the step-4 weights, evaluated on resume
+    assert summary.after["success"] == evals[-1]["success"]
+    assert summary.val_nll[1] == evals[-1]["val_nll"] < summary.val_nll[0]
+
+
 def test_config_errors_name_the_fix(tmp_path, capsys):
     with pytest.raises(ConfigError, match="--policy shared"):
         SFTConfig(teams=("mas", "single"), policy="per_role")
