@@ -16,6 +16,8 @@ Run directory (``<output_dir>/<run_name>``):
     tensorboard/       the same scalars as TensorBoard events (when tensorboard is installed)
     plots/*.png        reward, success and eval curves (when matplotlib is installed)
     transcripts/       a few evaluation episodes per evaluation, prompts and replies
+    episodes/          train_step_<N>.jsonl: every training episode's replies and outcome
+                       (python -m trainers.sft --demos <run> warm-starts on the successes)
     checkpoints/       step_<N>/: trained weights (safetensors), optimiser, RNG, step; atomic
 
 Everything a step does is a function of (config, step, weights): task seeds and sampler
@@ -50,9 +52,10 @@ from trainers.checkpoint import (
 )
 from trainers.cli import config_to_dict, parse_overrides
 from trainers.config import RESUMABLE_OVERRIDES, ConfigError, TrainConfig, estimator_options, resolve_config
+from trainers.episode_store import drop_episodes_after, write_episodes
 from trainers.evaluation import EvalResult, episode_metrics, evaluate, sample_metrics
 from trainers.learner import Learner, LearnerConfig
-from trainers.records import TaskKey
+from trainers.records import Episode, TaskKey
 from trainers.rollout import plain_rollout, tree_rollout
 from trainers.run_dirs import load_saved_config, new_run_dir
 from trainers.run_log import RunLogger, atomic_write_text, read_jsonl
@@ -179,8 +182,10 @@ def _learner_metrics(per_unit: Mapping[str, Mapping[str, float]]) -> dict[str, f
     return out
 
 
-def train_step(config: TrainConfig, team: Team, learner: Learner, step: int) -> dict[str, float]:
-    """Rollout, advantages, update; the step's metrics."""
+def train_step(
+    config: TrainConfig, team: Team, learner: Learner, step: int
+) -> tuple[dict[str, float], tuple[Episode, ...]]:
+    """Rollout, advantages, update; the step's metrics and the episodes it played."""
     started = time.perf_counter()
     batch = rollout_for_step(config, team, step, step_sampling(config))
     for policy in served_policies(team):
@@ -194,7 +199,7 @@ def train_step(config: TrainConfig, team: Team, learner: Learner, step: int) -> 
     done = time.perf_counter()
     stats = batch.stats
     diagnostics = {f"adv/{k}": float(v) for k, v in result.diagnostics.items() if isinstance(v, int | float)}
-    return {
+    metrics = {
         **episode_metrics(batch.episodes),
         **sample_metrics(batch.samples),
         **diagnostics,
@@ -208,6 +213,7 @@ def train_step(config: TrainConfig, team: Team, learner: Learner, step: int) -> 
         **({"time/sync": sync_seconds} if served_policies(team) else {}),
         "time/step": done - started,
     }
+    return metrics, batch.episodes
 
 
 # ---------------------------------------------------------------------------- the run
@@ -309,6 +315,8 @@ def train(config: TrainConfig, initial_eval: dict[str, float] | None = None) -> 
         tensorboard=config.tensorboard,
         plots=config.plots,
     )
+    if config.resume:
+        drop_episodes_after(run_dir, start)  # those steps are redone
     atomic_write_text(run_dir / "config.json", json.dumps(config_to_dict(config), indent=2))
     with logger:
         evals = {record["step"]: record for record in read_jsonl(run_dir / "eval.jsonl")}
@@ -323,7 +331,9 @@ def train(config: TrainConfig, initial_eval: dict[str, float] | None = None) -> 
         try:
             for step in range(start + 1, config.steps + 1):
                 bar.set_postfix_str("rolling out + updating")
-                metrics = train_step(config, team, learner, step)
+                metrics, episodes = train_step(config, team, learner, step)
+                if config.save_episodes:
+                    write_episodes(run_dir, step, episodes)
                 logger.log_step(step, metrics)
                 last = step == config.steps
                 if last or (config.eval_every and step % config.eval_every == 0):

@@ -223,6 +223,9 @@ class TrainConfig:
     trained on) when choosing hyperparameters, so the test split is only ever evaluated."""
     transcripts: int = 3
     """Episodes written to transcripts/ at each evaluation."""
+    save_episodes: bool = True
+    """Write every training episode's replies and outcome to episodes/ (demonstrations for
+    python -m trainers.sft --demos <this run>)."""
 
     # --- logging ---
     output_dir: str = "runs"

@@ -13,22 +13,29 @@ moves than the episode horizon allows).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from agents.base import Generation, Prompt, SamplingParams, as_prompt
 from agents.team import RoleBinding, Team
+from trainers.episode_store import RecordedEpisode
 from trainers.records import TaskKey, Turn
 from trainers.rollout import plain_rollout
 
-__all__ = ["OracleDemonstrator", "oracle_demonstrations"]
+__all__ = [
+    "OracleDemonstrator",
+    "ReplayDemonstrator",
+    "ReplayMismatch",
+    "oracle_demonstrations",
+    "replayed_demonstrations",
+]
 
 
-class OracleDemonstrator:
-    """A policy that answers what the env's oracle answers, as tokens of ``policy``.
+class _Demonstrator:
+    """A policy that answers scripted text, as tokens of ``policy`` (subclasses say what text).
 
     It carries the model policy's name, so the turns it produces are routed to the units
-    that train that policy. The reply is the oracle's text minus the role's response prefix;
+    that train that policy. The reply is the scripted text minus the role's response prefix;
     its tokens run through the first stop string (as a sampler's would), or end with the
     end-of-sequence token when the text holds none. Logprobs are zero (never used: the
     supervised loss needs no pi_old).
@@ -44,18 +51,16 @@ class OracleDemonstrator:
         self.adapter_names = tuple(getattr(policy, "adapter_names", ()))  # bound like the policy
         self.stop = tuple(stop)
 
+    def _text(self, prompt: Prompt) -> str:
+        """The whole reply to ``prompt``, response prefix included."""
+        raise NotImplementedError
+
     def _reply(self, prompt: Prompt) -> Generation:
-        env, agent = prompt.env, prompt.agent
-        if env is None or not callable(getattr(env, "oracle_response", None)):
-            raise TypeError(
-                f"{type(env).__name__} has no exact solver (oracle_response), so it cannot make "
-                "demonstrations; use demonstrations from transcripts of a team that solves it"
-            )
-        text = env.oracle_response(agent)
+        text = self._text(prompt)
         if not text.startswith(prompt.prefix):
             raise ValueError(
-                f"the oracle answers {text[:40]!r}, which does not start with the response prefix "
-                f"{prompt.prefix!r}; pass a response_prefix the env's answers begin with (or '')"
+                f"the demonstration answers {text[:40]!r}, which does not start with the response "
+                f"prefix {prompt.prefix!r}; pass a response_prefix the env's answers begin with (or '')"
             )
         reply = text[len(prompt.prefix) :]
         tokenizer = self.policy.tokenizer
@@ -86,10 +91,52 @@ class OracleDemonstrator:
         return [[self._reply(as_prompt(p))] * num_samples for p in prompts]
 
 
-def demonstrator_team(team: Team, stop: Sequence[str]) -> Team:
-    """``team`` with every model role answered by its oracle, bindings otherwise unchanged."""
+class OracleDemonstrator(_Demonstrator):
+    """Answers what the env's exact solver answers (``env.oracle_response(agent)``)."""
+
+    def _text(self, prompt: Prompt) -> str:
+        env = prompt.env
+        if env is None or not callable(getattr(env, "oracle_response", None)):
+            raise TypeError(
+                f"{type(env).__name__} has no exact solver (oracle_response), so it cannot make "
+                "demonstrations; use the successful episodes of a training run instead "
+                "(python -m trainers.sft --demos runs/<run>)"
+            )
+        return env.oracle_response(prompt.agent)
+
+
+class ReplayMismatch(Exception):
+    """The env asked for a reply the recorded episode does not hold (another agent, or a
+    turn past its end): the env or its version changed since the episode was played."""
+
+
+class ReplayDemonstrator(_Demonstrator):
+    """Answers one recorded episode's replies in order (the env's ``num_steps`` is the index).
+
+    A reply that ended at a stop string, or was cut at the token budget, is demonstrated
+    through the first stop string, so the model learns to end its answer there; one that
+    ended with the end-of-sequence token ends with it again."""
+
+    def __init__(self, policy: Any, episode: RecordedEpisode, stop: Sequence[str] = ()) -> None:
+        super().__init__(policy, stop)
+        self.episode = episode
+
+    def _text(self, prompt: Prompt) -> str:
+        index = prompt.env.num_steps
+        turns = self.episode.turns
+        if index >= len(turns) or turns[index].agent != prompt.agent:
+            recorded = turns[index].agent if index < len(turns) else "the end of the episode"
+            raise ReplayMismatch(f"turn {index}: the env asks {prompt.agent}, the record has {recorded}")
+        turn = turns[index]
+        ends_at_stop = turn.finish_reason != "eos" and self.stop and self.stop[0]
+        return turn.response + (self.stop[0] if ends_at_stop else "")
+
+
+def demonstrator_team(team: Team, demonstrator: Callable[[Any], _Demonstrator]) -> Team:
+    """``team`` with every model role answered by ``demonstrator(policy)``, bindings otherwise
+    unchanged."""
     bindings = {
-        role: RoleBinding(OracleDemonstrator(b.policy, stop), b.adapter, b.system_prompt, b.response_prefix)
+        role: RoleBinding(demonstrator(b.policy), b.adapter, b.system_prompt, b.response_prefix)
         for role, b in team.bindings.items()
     }
     return Team(team.roles, bindings, team.workflow)
@@ -107,10 +154,47 @@ def oracle_demonstrations(
     ``env_kwargs`` must name the team variant (``team="mas"``) the ``team`` plays."""
     batch = plain_rollout(
         tasks,
-        demonstrator_team(team, stop),
+        demonstrator_team(team, lambda policy: OracleDemonstrator(policy, stop)),
         episodes_per_task=1,
         sampling=SamplingParams(temperature=0.0, stop=tuple(stop)),
         env_kwargs=env_kwargs,
     )
     turns = [turn for episode in batch.episodes if episode.success for turn in episode.turns]
     return turns, sum(not episode.success for episode in batch.episodes)
+
+
+def replayed_demonstrations(
+    team: Team,
+    episodes: Sequence[RecordedEpisode],
+    *,
+    stop: Sequence[str] = ("</answer>",),
+    env_kwargs: Mapping[str, Any] | None = None,
+) -> tuple[list[Turn], int]:
+    """Every turn of ``episodes`` replayed in the env, and how many did not replay.
+
+    Each recorded episode is played again on its task with its own replies, through the
+    rollout code and ``team``'s bindings, so the turns carry the prompts this team renders
+    now. An episode is kept only when the replay reproduces it and the env reports it solved
+    again; one whose replies no longer fit the env (another version, other ``env_kwargs``)
+    is counted as not replayed. ``env_kwargs`` must name the team variant the episodes were
+    played by (``team="mas"``)."""
+    turns: list[Turn] = []
+    failed = 0
+    for recorded in episodes:
+        try:
+            batch = plain_rollout(
+                [recorded.task],
+                demonstrator_team(team, lambda policy, r=recorded: ReplayDemonstrator(policy, r, stop)),
+                episodes_per_task=1,
+                sampling=SamplingParams(temperature=0.0, stop=tuple(stop)),
+                env_kwargs=env_kwargs,
+            )
+        except ReplayMismatch:
+            failed += 1
+            continue
+        (episode,) = batch.episodes
+        if episode.success and episode.length == len(recorded.turns):
+            turns += episode.turns
+        else:
+            failed += 1
+    return turns, failed

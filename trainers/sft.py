@@ -6,11 +6,13 @@ on oracle demonstrations fixes that; ``python -m trainers.at_grpo --init <this r
 starts RL from its weights.
 
 Demonstrations (``trainers.demonstrations``): the env's oracle plays every role of each team
-in ``--teams`` on train-split tasks 0..train_tasks-1, recorded through the rollout code with
-the trained team's own bindings: the exact prompt tokens a rollout renders (chat template,
-response prefix) and the reply tokens through the stop string. Loss (``trainers.supervised``):
-the NLL of the reply tokens only, per unit of the chosen layout (one shared adapter, one
-adapter per role, or full weights).
+in ``--teams`` on train-split tasks 0..train_tasks-1 (``--demos oracle``, the default), and/or
+the successful training episodes that ``trainers.at_grpo`` runs saved are replayed
+(``--demos runs/<run>``: rejection sampling with your own team). Either way they are recorded
+through the rollout code with the trained team's own bindings: the exact prompt tokens a
+rollout renders (chat template, response prefix) and the reply tokens through the stop string.
+Loss (``trainers.supervised``): the NLL of the reply tokens only, per unit of the chosen layout
+(one shared adapter, one adapter per role, or full weights).
 
 Run directory (``<output_dir>/<run_name>``), as ``trainers.at_grpo`` writes it:
 
@@ -43,7 +45,8 @@ from agents.team import Team
 from trainers.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
 from trainers.cli import config_to_dict, parse_overrides
 from trainers.config import ConfigError
-from trainers.demonstrations import oracle_demonstrations
+from trainers.demonstrations import oracle_demonstrations, replayed_demonstrations
+from trainers.episode_store import RecordedEpisode, read_episodes
 from trainers.evaluation import evaluate
 from trainers.records import TaskKey, Turn
 from trainers.run_dirs import load_saved_config, new_run_dir
@@ -95,11 +98,11 @@ def batch_indices(n: int, batch_size: int, seed: int, step: int) -> list[int]:
     return out
 
 
-def _demonstrations(config: SFTConfig, teams: dict[str, Team], tasks: list[int], split: str) -> list[Turn]:
+def _oracle_demonstrations(config: SFTConfig, teams: dict[str, Team], tasks: list[int]) -> list[Turn]:
     env_id = envs.spec(config.env).id
     turns: list[Turn] = []
     for variant, team in teams.items():
-        keys = [TaskKey(env_id, split, seed) for seed in tasks]
+        keys = [TaskKey(env_id, "train", seed) for seed in tasks]
         found, failed = oracle_demonstrations(
             team, keys, stop=config.stop, env_kwargs={"team": variant, **config.env_kwargs}
         )
@@ -110,6 +113,92 @@ def _demonstrations(config: SFTConfig, teams: dict[str, Team], tasks: list[int],
             )
         turns += found
     return turns
+
+
+def _successful_episodes(config: SFTConfig, run: str) -> tuple[str, list[RecordedEpisode]]:
+    """The team variant of a training run and its successful train-split episodes (checked to
+    be of this warm start's env and env_kwargs, so their replies replay)."""
+    path = Path(run) / "config.json"
+    if (Path(run) / "results.json").is_file():
+        raise ConfigError(
+            f"--demos {run} is a benchmarks.evaluate directory: it played held-out test tasks, which "
+            "are never trained on; pass the run directory of a python -m trainers.at_grpo run"
+        )
+    if not path.is_file():
+        raise ConfigError(f"--demos {run}: no config.json there; pass the run directory of a training run")
+    saved = json.loads(path.read_text())
+    variant, env_kwargs = saved.get("team", "mas"), saved.get("env_kwargs", {})
+    if variant not in config.teams:
+        raise ConfigError(
+            f"--demos {run} trained the {variant!r} team; add it to --teams (e.g. --teams {variant})"
+        )
+    if env_kwargs != config.env_kwargs:
+        raise ConfigError(
+            f"--demos {run} played env_kwargs {env_kwargs}, this warm start uses {config.env_kwargs}; "
+            f"pass --env-kwargs '{json.dumps(env_kwargs)}'"
+        )
+    try:
+        episodes = read_episodes([run])
+    except (FileNotFoundError, ValueError) as err:
+        raise ConfigError(f"--demos {run}: {err}") from err
+    env_id = envs.spec(config.env).id
+    if other := sorted({e.task.env_id for e in episodes} - {env_id}):
+        raise ConfigError(f"--demos {run} played {other}, not {env_id}; pass --env {other[0]}")
+    # Only training tasks: a held-out task must never become a demonstration.
+    return variant, [e for e in episodes if e.success and e.task.split == "train"]
+
+
+def _replayed_demonstrations(config: SFTConfig, teams: dict[str, Team]) -> tuple[list[Turn], list[Turn]]:
+    """Train and validation turns from the successful episodes of ``config.demos``'s runs:
+    distinct (task, replies) episodes, replayed with the trained team's bindings. When the
+    oracle gives no validation set, the episodes of every 10th task are held out for it."""
+    by_variant: dict[str, dict[tuple, RecordedEpisode]] = {}
+    for run in config.demos:
+        if run != "oracle":
+            variant, episodes = _successful_episodes(config, run)
+            distinct = by_variant.setdefault(variant, {})
+            for episode in episodes:
+                distinct.setdefault((episode.task, episode.replies()), episode)
+    recorded = [(v, e) for v, distinct in by_variant.items() for e in distinct.values()]
+    held_out: set[TaskKey] = set()
+    if "oracle" not in config.demos:
+        tasks = sorted({episode.task for _, episode in recorded})
+        if len(tasks) < 2:
+            raise ConfigError(
+                f"the runs in --demos hold successful episodes on {len(tasks)} training task(s); a warm "
+                "start needs at least 2 (one is held out for the validation loss): train longer, raise "
+                "--tasks-per-step, or add 'oracle' to --demos"
+            )
+        held_out = set(tasks[::10])
+    train: list[Turn] = []
+    val: list[Turn] = []
+    failed = 0
+    for variant, team in teams.items():
+        mine = [episode for v, episode in recorded if v == variant]
+        env_kwargs = {"team": variant, **config.env_kwargs}
+        for subset, out in ((False, train), (True, val)):
+            chosen = [episode for episode in mine if (episode.task in held_out) == subset]
+            turns, missed = replayed_demonstrations(team, chosen, stop=config.stop, env_kwargs=env_kwargs)
+            out += turns
+            failed += missed
+    skipped = f"; {failed} did not replay (the env changed) and were skipped" if failed else ""
+    replayed = len(recorded) - failed
+    print(f"  replayed {replayed} distinct successful episode(s) of the runs{skipped}", file=sys.stderr)
+    return train, val
+
+
+def _demonstrations(config: SFTConfig, teams: dict[str, Team]) -> tuple[list[Turn], list[Turn]]:
+    """(train, validation) demonstration turns from every source of ``config.demos``."""
+    train: list[Turn] = []
+    val: list[Turn] = []
+    if "oracle" in config.demos:
+        train += _oracle_demonstrations(config, teams, list(range(config.train_tasks)))
+        val += _oracle_demonstrations(config, teams, envs.validation_seeds(config.val_tasks))
+    if any(source != "oracle" for source in config.demos):
+        replayed_train, replayed_val = _replayed_demonstrations(config, teams)
+        train += replayed_train
+        val += replayed_val
+    return train, val
 
 
 def _evaluate(
@@ -162,15 +251,15 @@ def train_sft(config: SFTConfig) -> SFTSummary:
     )
     start = load_checkpoint(checkpoint, learner)["step"] if checkpoint else 0
     print(f"run dir: {run_dir}" + (f" (resuming after step {start})" if checkpoint else ""), file=sys.stderr)
-    train = _demonstrations(config, teams, list(range(config.train_tasks)), "train")
-    val = _demonstrations(config, teams, envs.validation_seeds(config.val_tasks), "train")
+    train, val = _demonstrations(config, teams)
     if not train:
         raise ConfigError(
-            f"the oracle solved none of the {config.train_tasks} training tasks; raise max_cycles"
+            f"no demonstration from --demos {' '.join(config.demos)}: the oracle solved none of the "
+            f"{config.train_tasks} training tasks (raise max_cycles), or the runs hold no replayable success"
         )
     print(
-        f"demonstrations: {len(train)} train turns ({config.train_tasks} tasks x {list(config.teams)}), "
-        f"{len(val)} validation turns ({config.val_tasks} validation-slice tasks)",
+        f"demonstrations: {len(train)} train turns ({' '.join(config.demos)} x {list(config.teams)}), "
+        f"{len(val)} validation turns",
         file=sys.stderr,
     )
     logger = RunLogger(

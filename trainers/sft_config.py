@@ -62,12 +62,14 @@ class SFTConfig:
     """Torch device (None: cuda when available, else cpu)."""
 
     # --- data ---
-    demos: Literal["oracle"] = "oracle"
-    """Where demonstrations come from: 'oracle' (the env's exact solver plays every role)."""
+    demos: tuple[str, ...] = ("oracle",)
+    """Demonstrations: 'oracle' (the env's exact solver plays every role), and/or run directories
+    of python -m trainers.at_grpo whose successful training episodes are replayed (rejection sampling)."""
     train_tasks: int = 2000
     """Training tasks (train-split seeds 0..N-1) the oracle plays once each."""
     val_tasks: int = 64
-    """Validation tasks (the train split's validation slice, never trained on) for the validation loss."""
+    """Validation tasks (the train split's validation slice, never trained on) the oracle plays for
+    the validation loss; without 'oracle' in --demos, every 10th task of the runs' episodes is held out."""
     stop: tuple[str, ...] = ("</answer>",)
     """Stop strings of the rollouts: a reply's tokens run through the first one."""
 
@@ -132,6 +134,11 @@ class SFTConfig:
         _positive(self, "max_new_tokens")
         _positive(self, "eval_every", 0)
         _positive(self, "transcripts", 0)
+        if isinstance(self.demos, str):  # config.json of runs saved before demos was a tuple
+            object.__setattr__(self, "demos", (self.demos,))
+        object.__setattr__(self, "demos", tuple(self.demos))
+        if not self.demos:
+            raise ConfigError("demos=() names no demonstrations; pass --demos oracle, or --demos runs/<run>")
         if not self.teams or len(set(self.teams)) != len(self.teams):
             raise ConfigError(
                 f"teams={self.teams!r} must name distinct team variants; pass e.g. --teams mas single"
