@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import sys
 import time
 from collections.abc import Sequence
@@ -55,7 +56,7 @@ from trainers.sft_config import SFT_RESUMABLE_OVERRIDES, SFTConfig, resolve_sft_
 from trainers.supervised import SupervisedLearner
 from trainers.teams import build_team
 
-__all__ = ["SFTSummary", "train_sft", "main", "batch_indices", "team_variants"]
+__all__ = ["SFTSummary", "train_sft", "main", "batch_indices", "lr_factor", "team_variants"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -96,6 +97,23 @@ def batch_indices(n: int, batch_size: int, seed: int, step: int) -> list[int]:
         order = np.random.default_rng([seed, epoch]).permutation(n)
         out.extend(order[offset : offset + batch_size - len(out)].tolist())
     return out
+
+
+def lr_factor(schedule: str, step: int, steps: int, warmup_steps: int = 0) -> float:
+    """The multiple of the peak lr that optimiser step ``step`` (1-based) of ``steps`` uses.
+
+    A pure function of the step, so a resumed run (same ``--steps``) repeats the schedule
+    exactly with no scheduler state in the checkpoint. Warm-up is linear up to 1 at
+    ``warmup_steps``; 'cosine' then decays as 0.5 * (1 + cos(pi * t)), t the share of the
+    decay steps already taken, so the last step still moves (t < 1)."""
+    if step <= warmup_steps:
+        return step / warmup_steps
+    if schedule == "constant":
+        return 1.0
+    if schedule == "cosine":
+        progress = (step - warmup_steps - 1) / (steps - warmup_steps)
+        return 0.5 * (1.0 + math.cos(math.pi * progress))
+    raise ValueError(f"unknown lr schedule {schedule!r}; choose constant or cosine")
 
 
 def _oracle_demonstrations(config: SFTConfig, teams: dict[str, Team], tasks: list[int]) -> list[Turn]:
@@ -287,6 +305,8 @@ def train_sft(config: SFTConfig) -> SFTSummary:
             for step in range(start + 1, config.steps + 1):
                 step_start = time.perf_counter()
                 batch = [train[i] for i in batch_indices(len(train), config.batch_size, config.seed, step)]
+                lr = config.lr * lr_factor(config.lr_schedule, step, config.steps, config.warmup_steps)
+                learner.set_lr(lr)
                 per_unit = learner.step(batch)
                 units = list(per_unit.values())
                 tokens = sum(m["tokens"] for m in units)
@@ -295,6 +315,7 @@ def train_sft(config: SFTConfig) -> SFTSummary:
                     "tokens": tokens,
                     "grad_norm": float(np.mean([m["grad_norm"] for m in units])),
                     "epoch": (step * config.batch_size) / len(train),
+                    "lr": lr,
                     **{f"learner/{name}/{k}": v for name, m in per_unit.items() for k, v in m.items()},
                 }
                 metrics["time/step"] = time.perf_counter() - step_start  # the update alone

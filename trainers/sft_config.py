@@ -79,7 +79,11 @@ class SFTConfig:
     batch_size: int = 16
     """Demonstrations (turns) per step, drawn in a seeded order, epoch after epoch."""
     lr: float | None = None
-    """AdamW learning rate (None: 2e-3 with LoRA, 1e-5 for full weights)."""
+    """AdamW learning rate (None: 2e-3 with LoRA, 1e-5 for full weights); the peak of --lr-schedule."""
+    lr_schedule: Literal["constant", "cosine"] = "constant"
+    """'constant', or 'cosine': linear warm-up over --warmup-steps, then cosine decay towards 0 at --steps."""
+    warmup_steps: int = 0
+    """Steps of linear warm-up from lr/warmup_steps to lr (both schedules)."""
     max_grad_norm: float = 1.0
     """Gradient-norm clip per trained unit."""
     micro_batch_tokens: int = 4096
@@ -150,6 +154,11 @@ class SFTConfig:
             )
         if self.lr is not None and self.lr <= 0:
             raise ConfigError(f"lr={self.lr} must be > 0; pass e.g. --lr 1e-3")
+        if not 0 <= self.warmup_steps < self.steps:
+            raise ConfigError(
+                f"warmup_steps={self.warmup_steps} must be >= 0 and below steps={self.steps}; "
+                f"pass e.g. --warmup-steps {self.steps // 20}"
+            )
         if self.max_grad_norm <= 0:
             raise ConfigError(
                 f"max_grad_norm={self.max_grad_norm} must be > 0; pass e.g. --max-grad-norm 1.0"

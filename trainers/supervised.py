@@ -57,6 +57,12 @@ class SupervisedLearner(Learner):
         )
         super().__init__(team, config)
 
+    def set_lr(self, lr: float) -> None:
+        """The learning rate every unit's next optimiser step uses (a schedule's value)."""
+        for unit in self.units.values():
+            for group in unit.optimizer.param_groups:
+                group["lr"] = lr
+
     def _by_unit(self, samples: Sequence[Turn]) -> dict[str, list[int]]:
         by_unit: dict[str, list[int]] = defaultdict(list)
         for i, turn in enumerate(samples):

@@ -19,7 +19,7 @@ from trainers.demonstrations import oracle_demonstrations
 from trainers.evaluation import evaluate, validation_tasks
 from trainers.learner import Learner
 from trainers.records import TaskKey
-from trainers.sft import batch_indices, main, train_sft
+from trainers.sft import batch_indices, lr_factor, main, train_sft
 from trainers.sft_config import SFTConfig
 from trainers.supervised import SupervisedLearner
 from trainers.teams import build_team, load_trained_team
@@ -162,6 +162,46 @@ def test_resume_repeats_an_uninterrupted_run_exactly(tmp_path):
     b = load_trained_team(resumed.run_dir).bindings["planner"].policy.model
     for (name, x), (_, y) in zip(a.named_parameters(), b.named_parameters(), strict=True):
         assert torch.equal(x, y), name
+
+
+def test_the_lr_schedules_warm_up_then_hold_or_decay():
+    constant = [lr_factor("constant", step, 10, 2) for step in range(1, 11)]
+    assert constant == [0.5] + [1.0] * 9
+    cosine = [lr_factor("cosine", step, 10, 2) for step in range(1, 11)]
+    assert cosine[:3] == [0.5, 1.0, 1.0]  # warm-up, then the decay starts at the peak
+    assert all(a > b for a, b in zip(cosine[2:], cosine[3:], strict=False)) and 0 < cosine[-1] < 0.05
+    assert lr_factor("cosine", 6, 10) == pytest.approx(0.5)  # half-way through the decay
+    with pytest.raises(ConfigError, match="--warmup-steps"):
+        SFTConfig(steps=10, warmup_steps=10)
+
+
+def test_a_cosine_run_logs_its_schedule_and_resumes_it_exactly(tmp_path, monkeypatch):
+    import trainers.sft as sft
+
+    cosine = dict(steps=8, lr_schedule="cosine", warmup_steps=2)
+    whole = train_sft(_one_token_config(tmp_path, run_name="whole", **cosine))
+    real = sft.batch_indices
+
+    def interrupt_at_step_5(n, batch_size, seed, step):
+        if step == 5:  # after step 4's checkpoint
+            raise KeyboardInterrupt
+        return real(n, batch_size, seed, step)
+
+    monkeypatch.setattr(sft, "batch_indices", interrupt_at_step_5)
+    with pytest.raises(KeyboardInterrupt):
+        train_sft(_one_token_config(tmp_path, run_name="split", **cosine))
+    monkeypatch.setattr(sft, "batch_indices", real)
+    resumed = train_sft(
+        _one_token_config(tmp_path, run_name="split", resume=str(tmp_path / "split"), **cosine)
+    )
+
+    def read(run, key):
+        return [json.loads(line)[key] for line in (run / "metrics.jsonl").read_text().splitlines()]
+
+    expected = [1e-2 * lr_factor("cosine", step, 8, 2) for step in range(1, 9)]
+    assert read(whole.run_dir, "lr") == pytest.approx(expected)
+    assert read(resumed.run_dir, "lr") == read(whole.run_dir, "lr")
+    assert read(resumed.run_dir, "nll") == read(whole.run_dir, "nll")
 
 
 def test_ending_a_run_early_at_its_last_checkpoint_evaluates_those_weights(tmp_path, monkeypatch):
