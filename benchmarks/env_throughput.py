@@ -34,6 +34,7 @@ from types import ModuleType
 import numpy as np
 
 import envs
+from benchmarks.tables import print_table
 
 GYM_SOKOBAN = "gym-sokoban==0.0.6"
 BUILTIN = ("sokoban-v0", "plan_path-v0", "sudoku-v0")
@@ -251,14 +252,6 @@ def main(argv: list[str] | None = None) -> None:
         "opt = mean optimal solution length in moves of the generated rooms (our exact solver, "
         "not timed): how hard each generator's levels are."
     )
-
-
-def print_table(header: list[str], rows: list[list[str]]) -> None:
-    widths = [max(len(cell) for cell in column) + 2 for column in zip(header, *rows, strict=True)]
-    print("".join(cell.rjust(width) for cell, width in zip(header, widths, strict=True)))
-    print("-" * sum(widths))
-    for row in rows:
-        print("".join(cell.rjust(width) for cell, width in zip(row, widths, strict=True)))
 
 
 if __name__ == "__main__":

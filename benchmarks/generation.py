@@ -24,7 +24,7 @@ import envs
 from agents.base import SamplingParams
 from agents.hf import HFPolicy
 from agents.models import DEFAULT_MODEL
-from benchmarks.env_throughput import print_table
+from benchmarks.tables import print_table
 
 
 def sokoban_prompts(n: int) -> list[str]:

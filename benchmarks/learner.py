@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.env_throughput import print_table
+from benchmarks.tables import print_table
 
 
 def record_batch(model: str, env_ids: list[str], tasks: int, k: int, max_new_tokens: int):

@@ -38,7 +38,7 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.env_throughput import print_table
+from benchmarks.tables import print_table
 
 ARMS = {  # name -> (algo, team, tasks-per-step multiplier)
     "at_grpo-mas": ("at_grpo", "mas", 1),

@@ -25,9 +25,9 @@ import time
 from typing import Any
 
 import envs
-from benchmarks.env_throughput import print_table
-from trainers.at_grpo import rollout_for_step, step_sampling
+from benchmarks.tables import print_table
 from trainers.config import TrainConfig, resolve_config
+from trainers.rollout import rollout_for_step, training_sampling
 from trainers.teams import build_team, served_policies
 
 
@@ -37,7 +37,7 @@ def time_rollouts(config: TrainConfig, steps: int) -> tuple[dict[str, float], An
     started = time.perf_counter()
     team = build_team(config, env)
     build_seconds = time.perf_counter() - started
-    sampling = step_sampling(config)
+    sampling = training_sampling(config)
     rollout_for_step(config, team, 0, sampling)  # warm-up
     totals = {"generate_s": 0.0, "tokens": 0.0, "calls": 0.0, "samples": 0.0}
     for step in range(1, steps + 1):

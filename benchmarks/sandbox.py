@@ -32,7 +32,7 @@ import subprocess
 import sys
 import time
 
-from benchmarks.env_throughput import print_table
+from benchmarks.tables import print_table
 from envs import sandbox
 from envs.sandbox import SandboxJob, SandboxPool, run_python
 

@@ -41,7 +41,6 @@ import numpy as np
 import envs
 from agents.base import SamplingParams
 from agents.team import Team
-from envs.splits import is_validation_seed
 from trainers.advantages import compute_advantages
 from trainers.checkpoint import (
     init_checkpoint,
@@ -55,13 +54,13 @@ from trainers.config import RESUMABLE_OVERRIDES, ConfigError, TrainConfig, estim
 from trainers.episode_store import drop_episodes_after, write_episodes
 from trainers.evaluation import EvalResult, episode_metrics, evaluate, sample_metrics
 from trainers.learner import Learner, LearnerConfig
-from trainers.records import Episode, TaskKey
-from trainers.rollout import plain_rollout, tree_rollout
+from trainers.records import Episode
+from trainers.rollout import rollout_for_step, training_sampling
 from trainers.run_dirs import load_saved_config, new_run_dir
 from trainers.run_log import RunLogger, atomic_write_text, read_jsonl
 from trainers.teams import build_team, served_policies, sync_served_weights
 
-__all__ = ["Summary", "train", "main", "load_run_config", "rollout_for_step", "step_sampling"]
+__all__ = ["Summary", "train", "main", "load_run_config"]
 
 LEGACY_DEFAULTS = {"dynamic_sampling": True, "old_logprobs": "sampler"}
 LEARNER_KEYS = (
@@ -119,51 +118,6 @@ def _seed_everything(seed: int) -> None:
 
 
 # ---------------------------------------------------------------------------- one step
-def _step_tasks(config: TrainConfig, step: int) -> list[TaskKey]:
-    """Fresh training tasks for ``step``: a pure function of (seed, step), distinct in a step,
-    never from the validation slice (``envs.splits``). ``random.sample`` over a range this
-    large draws one seed at a time, so the first draws do not depend on how many are asked."""
-    draws = random.Random(f"{config.seed}-{step}").sample(
-        range(envs.TEST_SEED_START), config.tasks_per_step + 8
-    )
-    seeds = [seed for seed in draws if not is_validation_seed(seed)][: config.tasks_per_step]
-    return [TaskKey(envs.spec(config.env).id, "train", seed) for seed in seeds]
-
-
-def step_sampling(config: TrainConfig) -> SamplingParams:
-    """How training rollouts sample (the learner evaluates log pi under the same settings)."""
-    return SamplingParams(
-        temperature=config.temperature,
-        top_p=config.top_p,
-        max_new_tokens=config.max_new_tokens,
-        stop=config.stop,
-    )
-
-
-def rollout_for_step(config: TrainConfig, team: Team, step: int, sampling: SamplingParams):
-    """The rollouts of training step ``step`` (tree or plain, per ``config.rollout``)."""
-    tasks, seed = _step_tasks(config, step), config.seed * 1_000_003 + step
-    env_kwargs = {"team": config.team, **config.env_kwargs}
-    if config.rollout == "tree":
-        return tree_rollout(
-            tasks,
-            team,
-            num_candidates=config.num_generations,
-            sampling=sampling,
-            selection=config.selection,
-            env_kwargs=env_kwargs,
-            seed=seed,
-        )
-    return plain_rollout(
-        tasks,
-        team,
-        episodes_per_task=config.num_generations,
-        sampling=sampling,
-        env_kwargs=env_kwargs,
-        seed=seed,
-    )
-
-
 def _learner_metrics(per_unit: Mapping[str, Mapping[str, float]]) -> dict[str, float]:
     """Per-unit learner metrics under ``learner/<unit>/``, plus their mean over the units
     that trained (``loss``, ``kl``, ``clip_fraction``, ``grad_norm``, ...)."""
@@ -187,7 +141,7 @@ def train_step(
 ) -> tuple[dict[str, float], tuple[Episode, ...]]:
     """Rollout, advantages, update; the step's metrics and the episodes it played."""
     started = time.perf_counter()
-    batch = rollout_for_step(config, team, step, step_sampling(config))
+    batch = rollout_for_step(config, team, step, training_sampling(config))
     for policy in served_policies(team):
         policy.sleep()  # --vllm-sleep: give the engine's GPU memory to the learner
     advantage_start = time.perf_counter()

@@ -13,7 +13,8 @@ So each candidate acts on a clone of the env it observed (the reference code act
 stale env), and every agent - not only the first - gets K distinct actions from one state
 (the reference code generated for all agents before selecting, so later agents saw K
 identical states). ``plain_rollout`` plays N independent episodes per task (GRPO, GiGPO,
-MATPO).
+MATPO). ``rollout_for_step`` is what one training step plays: its tasks (``training_tasks``)
+and sampler seed are functions of the config's seed and the step.
 
 Both batch across tasks: at each turn, the prompts of every live task that the same
 policy (and adapter) plays go into one ``generate`` call. Responses are only ever text
@@ -24,6 +25,7 @@ exception.
 from __future__ import annotations
 
 import dataclasses
+import random
 import time
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
@@ -36,9 +38,18 @@ import envs
 from agents.base import Generation, SamplingParams
 from agents.team import Team
 from envs.core import role_of
+from envs.splits import is_validation_seed
 from trainers.records import Episode, RolloutBatch, TaskKey, Turn
 
-__all__ = ["tree_rollout", "plain_rollout", "make_task_env", "SELECTIONS"]
+__all__ = [
+    "tree_rollout",
+    "plain_rollout",
+    "make_task_env",
+    "SELECTIONS",
+    "training_tasks",
+    "training_sampling",
+    "rollout_for_step",
+]
 
 SELECTIONS = ("greedy", "softmax")
 
@@ -295,3 +306,50 @@ def plain_rollout(
     samples = tuple(turn for path in paths for turn in path.turns)
     episodes = tuple(path.episode() for path in paths)
     return RolloutBatch(samples=samples, episodes=episodes, stats=clock.stats())
+
+
+# ---------------------------------------------------------------------------- a training step's rollouts
+def training_tasks(config: Any, step: int) -> list[TaskKey]:
+    """Fresh training tasks for ``step``: a pure function of (seed, step), distinct in a step,
+    never from the validation slice (``envs.splits``). ``random.sample`` over a range this
+    large draws one seed at a time, so the first draws do not depend on how many are asked."""
+    draws = random.Random(f"{config.seed}-{step}").sample(
+        range(envs.TEST_SEED_START), config.tasks_per_step + 8
+    )
+    seeds = [seed for seed in draws if not is_validation_seed(seed)][: config.tasks_per_step]
+    return [TaskKey(envs.spec(config.env).id, "train", seed) for seed in seeds]
+
+
+def training_sampling(config: Any) -> SamplingParams:
+    """How training rollouts sample (the learner evaluates log pi under the same settings)."""
+    return SamplingParams(
+        temperature=config.temperature,
+        top_p=config.top_p,
+        max_new_tokens=config.max_new_tokens,
+        stop=config.stop,
+    )
+
+
+def rollout_for_step(config: Any, team: Team, step: int, sampling: SamplingParams):
+    """The rollouts of training step ``step`` (tree or plain, per ``config.rollout``;
+    ``config``: a ``trainers.config.TrainConfig``): a pure function of (config, step, weights)."""
+    tasks, seed = training_tasks(config, step), config.seed * 1_000_003 + step
+    env_kwargs = {"team": config.team, **config.env_kwargs}
+    if config.rollout == "tree":
+        return tree_rollout(
+            tasks,
+            team,
+            num_candidates=config.num_generations,
+            sampling=sampling,
+            selection=config.selection,
+            env_kwargs=env_kwargs,
+            seed=seed,
+        )
+    return plain_rollout(
+        tasks,
+        team,
+        episodes_per_task=config.num_generations,
+        sampling=sampling,
+        env_kwargs=env_kwargs,
+        seed=seed,
+    )

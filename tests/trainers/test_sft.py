@@ -36,7 +36,7 @@ def _team_fields(**changes):
         lora_alpha=8,
         response_prefix="<answer>",
     )
-    return SimpleNamespace(**{**fields, **changes})
+    return TrainConfig(**{**fields, **changes})
 
 
 def _one_token_config(tmp_path, **changes) -> SFTConfig:
@@ -357,14 +357,15 @@ def test_validation_tasks_are_train_seeds_no_trainer_draws():
 
 
 def test_training_tasks_skip_the_validation_slice(monkeypatch):
-    from trainers import at_grpo
+    from trainers import rollout
+    from trainers.rollout import training_tasks
 
     config = TrainConfig(env=ONE_TOKEN_ID, tasks_per_step=3, model="tiny-test")
-    normal = at_grpo._step_tasks(config, 1)
+    normal = training_tasks(config, 1)
     assert len(normal) == 3 and not any(envs.splits.is_validation_seed(t.seed) for t in normal)
     # Force the first draw into the slice: it is skipped, the next draws fill the step.
-    monkeypatch.setattr(at_grpo, "is_validation_seed", lambda seed: seed == normal[0].seed)
-    skipped = [t.seed for t in at_grpo._step_tasks(config, 1)]
+    monkeypatch.setattr(rollout, "is_validation_seed", lambda seed: seed == normal[0].seed)
+    skipped = [t.seed for t in training_tasks(config, 1)]
     assert len(skipped) == 3 and normal[0].seed not in skipped
     assert skipped[:2] == [normal[1].seed, normal[2].seed]
 
