@@ -23,6 +23,7 @@ __all__ = [
     "Prompt",
     "Generation",
     "Policy",
+    "ServedPolicy",
     "as_prompt",
     "check_num_samples",
     "FINISH_REASONS",
@@ -159,3 +160,25 @@ class Policy(Protocol):
         sampling: SamplingParams | None = None,
         adapter: str | None = None,
     ) -> list[list[Generation]]: ...
+
+
+@runtime_checkable
+class ServedPolicy(Policy, Protocol):
+    """A policy that samples from its own copy of trainable weights (an inference engine,
+    e.g. ``agents.vllm.VLLMPolicy``).
+
+    The learner trains ``trainable`` (an ``agents.hf.HFPolicy``: full weights or LoRA
+    adapters); after each update the trainer calls ``sync_weights`` so the engine samples
+    from the new weights (on-policy), and ``sleep`` before the update so the engine can give
+    its accelerator memory to the learner (a no-op where it cannot).
+    """
+
+    trainable: Any
+
+    def sync_weights(self) -> float:
+        """Make the engine serve the trainable weights; the seconds it took."""
+        ...
+
+    def sleep(self) -> None:
+        """Free what the engine holds while the learner trains; the next call wakes it."""
+        ...

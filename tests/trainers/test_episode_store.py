@@ -4,13 +4,13 @@ warm start replays them into demonstrations."""
 from __future__ import annotations
 
 import json
-from types import SimpleNamespace
 
 import pytest
 
 import envs
 from tests.trainers.conftest import EVEN_PLAN_ID
 from trainers.at_grpo import main as at_grpo_main
+from trainers.config import TrainConfig
 from trainers.demonstrations import replayed_demonstrations
 from trainers.episode_store import (
     RecordedEpisode,
@@ -61,12 +61,12 @@ def test_reading_a_run_without_episodes_or_with_a_bad_line_names_the_problem(tmp
         read_episodes([tmp_path])
 
 
-def _tiny_team(env_id: str):
-    fields = SimpleNamespace(
-        model="tiny-test", backend="hf", device="cpu", policy="shared", lora=True, lora_rank=4,
-        lora_alpha=8, response_prefix="",
+def _tiny_team(env_id: str, env_kwargs: dict | None = None, response_prefix: str = ""):
+    config = TrainConfig(
+        model="tiny-test", device="cpu", policy="shared", lora=True, lora_rank=4, lora_alpha=8,
+        response_prefix=response_prefix,
     )  # fmt: skip
-    return build_team(fields, envs.make(env_id, team="mas"))
+    return build_team(config, envs.make(env_id, **(env_kwargs or {"team": "mas"})))
 
 
 def test_replay_keeps_the_episodes_that_replay_and_succeed():
@@ -129,7 +129,7 @@ def test_stored_oracle_episodes_of_the_real_env_replay_to_the_same_tokens(tmp_pa
     from trainers.rollout import plain_rollout
 
     env_kwargs = {"team": "mas", "difficulty": "easy", "max_cycles": 2}
-    team = _tiny_team_with_prefix("plan_path", env_kwargs)
+    team = _tiny_team("plan_path", env_kwargs, response_prefix="<answer>")
     stop = ("</answer>",)
     tasks = [TaskKey(envs.spec("plan_path").id, "train", seed) for seed in range(8)]
     oracle = plain_rollout(
@@ -148,11 +148,3 @@ def test_stored_oracle_episodes_of_the_real_env_replay_to_the_same_tokens(tmp_pa
     for got, want in zip(turns, expected, strict=True):
         assert (got.agent, got.prompt_token_ids) == (want.agent, want.prompt_token_ids)
         assert got.token_ids == want.token_ids
-
-
-def _tiny_team_with_prefix(env_id: str, env_kwargs: dict):
-    fields = SimpleNamespace(
-        model="tiny-test", backend="hf", device="cpu", policy="shared", lora=True, lora_rank=4,
-        lora_alpha=8, response_prefix="<answer>",
-    )  # fmt: skip
-    return build_team(fields, envs.make(env_id, **env_kwargs))

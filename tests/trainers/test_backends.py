@@ -1,0 +1,86 @@
+"""The backend seam: one config, a registry, one factory, and the served-policy protocol."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+import envs
+from agents.base import Policy, ServedPolicy
+from agents.hf import HFPolicy
+from benchmarks.eval_config import EvalConfig
+from tests.trainers.conftest import EVEN_PLAN_ID
+from trainers import backends
+from trainers.backends import BACKENDS, BackendConfig, ServingOptions, policy_factory, register_backend
+from trainers.config import ConfigError, TrainConfig
+from trainers.learner import Learner
+from trainers.teams import build_team, served_policies
+
+
+@pytest.mark.parametrize(
+    "make", [BackendConfig, TrainConfig, lambda **kw: EvalConfig(env=("plan_path",), **kw)]
+)
+def test_an_unknown_backend_names_the_registered_choices(make):
+    message = "backend='sglang' is not a registered backend; pass --backend hf or --backend vllm"
+    with pytest.raises(ConfigError, match=message):
+        make(backend="sglang")
+
+
+def test_training_and_evaluation_declare_the_backend_fields_once():
+    shared = {f.name for f in dataclasses.fields(BackendConfig)}
+    for config in (TrainConfig, EvalConfig):
+        assert issubclass(config, BackendConfig)
+        assert shared <= {f.name for f in dataclasses.fields(config)}
+    serving = TrainConfig(seed=3, vllm_sleep=True, vllm_sync="disk").serving
+    assert serving == ServingOptions(seed=3, sleep=True, sync="disk")
+
+
+class _RecordingServedPolicy:
+    """A served policy of a registered test backend: samples with its trainable HF copy and
+    counts syncs (stands in for an engine; the real one is tests/agents/test_vllm.py's)."""
+
+    def __init__(self, model, *, device, settings, **kwargs):
+        self.trainable = HFPolicy(model, device=device, **kwargs)
+        self.name = self.trainable.name
+        self.adapter_names = self.trainable.adapter_names
+        self.settings = settings
+        self.syncs = 0
+
+    def generate(self, prompts, **kwargs):
+        return self.trainable.generate(prompts, **kwargs)
+
+    def sync_weights(self) -> float:
+        self.syncs += 1
+        return 0.0
+
+    def sleep(self) -> None:
+        pass
+
+
+def test_a_registered_backend_builds_every_team_its_config_names(monkeypatch):
+    monkeypatch.setattr(backends, "BACKENDS", dict(BACKENDS))
+
+    def builder(config, model, serving):
+        return lambda **kwargs: _RecordingServedPolicy(
+            model, device=config.device, settings=serving, **kwargs
+        )
+
+    register_backend("recording", builder)
+    with pytest.raises(ValueError, match="already registered"):
+        register_backend("recording", lambda *a: None)
+    config = TrainConfig(backend="recording", model="tiny-test", device="cpu", policy="per_role", seed=5)
+    team = build_team(config, envs.make(EVEN_PLAN_ID, team="mas"))
+    (policy,) = served_policies(team)
+    assert isinstance(policy, ServedPolicy) and policy.settings == ServingOptions(seed=5)
+    # The learner trains the served policy's HF copy, one adapter per role.
+    learner = Learner(team)
+    assert {unit.policy for unit in learner.units.values()} == {policy.trainable}
+    assert sorted(unit.adapter for unit in learner.units.values()) == ["executor", "planner"]
+
+
+def test_a_plain_policy_is_not_served_and_the_factory_refuses_what_a_backend_cannot_load():
+    hf = policy_factory(BackendConfig(device="cpu"), "tiny-test")()
+    assert isinstance(hf, Policy) and not isinstance(hf, ServedPolicy)
+    with pytest.raises(ConfigError, match="--backend hf, or --model smollm2-135m-instruct"):
+        policy_factory(BackendConfig(backend="vllm"), "tiny-test")

