@@ -19,7 +19,7 @@ from typing import Any
 from agents.base import Generation, Prompt, SamplingParams, as_prompt
 from agents.team import RoleBinding, Team
 from trainers.episode_store import RecordedEpisode
-from trainers.records import TaskKey, Turn
+from trainers.records import Episode, TaskKey, Turn
 from trainers.rollout import plain_rollout
 
 __all__ = [
@@ -142,6 +142,24 @@ def demonstrator_team(team: Team, demonstrator: Callable[[Any], _Demonstrator]) 
     return Team(team.roles, bindings, team.workflow)
 
 
+def _play_scripted(
+    team: Team,
+    tasks: Sequence[TaskKey],
+    demonstrator: Callable[[Any], _Demonstrator],
+    stop: Sequence[str],
+    env_kwargs: Mapping[str, Any] | None,
+) -> list[Episode]:
+    """One episode per task with every model role of ``team`` answered by ``demonstrator``."""
+    batch = plain_rollout(
+        tasks,
+        demonstrator_team(team, demonstrator),
+        episodes_per_task=1,
+        sampling=SamplingParams(temperature=0.0, stop=tuple(stop)),
+        env_kwargs=env_kwargs,
+    )
+    return list(batch.episodes)
+
+
 def oracle_demonstrations(
     team: Team,
     tasks: Sequence[TaskKey],
@@ -152,15 +170,9 @@ def oracle_demonstrations(
     """Every turn of the oracle's solved episodes on ``tasks``, and how many episodes failed.
 
     ``env_kwargs`` must name the team variant (``team="mas"``) the ``team`` plays."""
-    batch = plain_rollout(
-        tasks,
-        demonstrator_team(team, lambda policy: OracleDemonstrator(policy, stop)),
-        episodes_per_task=1,
-        sampling=SamplingParams(temperature=0.0, stop=tuple(stop)),
-        env_kwargs=env_kwargs,
-    )
-    turns = [turn for episode in batch.episodes if episode.success for turn in episode.turns]
-    return turns, sum(not episode.success for episode in batch.episodes)
+    episodes = _play_scripted(team, tasks, lambda policy: OracleDemonstrator(policy, stop), stop, env_kwargs)
+    turns = [turn for episode in episodes if episode.success for turn in episode.turns]
+    return turns, sum(not episode.success for episode in episodes)
 
 
 def replayed_demonstrations(
@@ -182,17 +194,11 @@ def replayed_demonstrations(
     failed = 0
     for recorded in episodes:
         try:
-            batch = plain_rollout(
-                [recorded.task],
-                demonstrator_team(team, lambda policy, r=recorded: ReplayDemonstrator(policy, r, stop)),
-                episodes_per_task=1,
-                sampling=SamplingParams(temperature=0.0, stop=tuple(stop)),
-                env_kwargs=env_kwargs,
-            )
+            replay = lambda policy, r=recorded: ReplayDemonstrator(policy, r, stop)  # noqa: E731
+            (episode,) = _play_scripted(team, [recorded.task], replay, stop, env_kwargs)
         except ReplayMismatch:
             failed += 1
             continue
-        (episode,) = batch.episodes
         if episode.success and episode.length == len(recorded.turns):
             turns += episode.turns
         else:
