@@ -19,7 +19,7 @@ from __future__ import annotations
 import difflib
 import importlib
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -61,6 +61,13 @@ class EnvSpec:
         version = parse_env_id(self.id)[2]
         assert version is not None  # register() refuses unversioned ids
         return version
+
+    @property
+    def teams(self) -> Mapping[str, tuple[str, ...]] | None:
+        """The env class's team variants (variant -> roles in turn order), read without building
+        an env (None: the entry point declares no ``TEAMS``, e.g. a factory function)."""
+        teams = getattr(_load_entry_point(self.entry_point), "TEAMS", None)
+        return teams if isinstance(teams, Mapping) else None
 
     def make(self, **kwargs: Any):
         """Build the env: spec kwargs, then ``max_cycles``, then the caller's kwargs."""

@@ -6,6 +6,11 @@ the training samples (``Sequence[Turn]``) that build group keys from ``Turn`` fi
 :class:`AdvantageResult` (one advantage and one loss weight per sample, in input order), registered
 in :data:`ADVANTAGE_ESTIMATORS` and called by name through :func:`compute_advantages`.
 
+A new estimator is one function and one :func:`register_estimator` call that declares what it
+needs (the rollouts it is meaningful on, a role the team must have, which keyword takes
+``--advantage-scale``); its other keyword-only parameters become its ``--estimator-kwargs``
+options. The training command checks a config against that declaration, never against names.
+
 Rules (on top of ``trainers.grouping``'s: singleton and all-equal groups get A = 0, population
 std + eps):
 
@@ -23,7 +28,7 @@ from __future__ import annotations
 
 import inspect
 from collections import Counter, defaultdict
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -44,6 +49,7 @@ _GIGPO_NORMS = {"mean_std_norm": "group", "mean_norm": "none"}
 __all__ = [
     "ADVANTAGE_ESTIMATORS",
     "EPS",
+    "EstimatorSpec",
     "GIGPO_ANCHORS",
     "GIGPO_STEP_RETURNS",
     "AdvantageResult",
@@ -57,6 +63,7 @@ __all__ = [
     "matpo",
     "normalize_in_groups",
     "per_agent",
+    "register_estimator",
     "rloo",
     "rloo_in_groups",
     "tree",
@@ -403,15 +410,107 @@ def tree(samples: Sequence[Turn], *, scale: str = "group") -> AdvantageResult:
     )
 
 
-ADVANTAGE_ESTIMATORS: dict[str, Callable[..., AdvantageResult]] = {
-    "grpo": grpo,
-    "rloo": rloo,
-    "at_grpo": at_grpo,
-    "per_agent": per_agent,
-    "gigpo": gigpo,
-    "matpo": matpo,
-    "tree": tree,
-}
+# ---------------------------------------------------------------------------- the registry
+ROLLOUTS = ("tree", "plain")
+SCALES = ("group", "batch", "none")
+
+
+@dataclass(frozen=True)
+class EstimatorSpec:
+    """A registered estimator and what it needs from a training run, so the trainer checks a
+    config against the spec instead of against estimator names.
+
+    Attributes:
+        fn: ``fn(samples, **options) -> AdvantageResult``; its keyword-only parameters are its
+            options (``--estimator-kwargs``). It must accept an empty batch: the trainer calls
+            ``fn([], **options)`` to check options before any model loads.
+        rollouts: The rollouts it is meaningful on (``trainers.rollout``: ``tree``, ``plain``).
+        role_option: The option naming a role every episode must have (matpo's
+            ``planner_role``); the team variant must have that role.
+        scale_option: The keyword that receives ``--advantage-scale`` (None: the estimator has
+            no scale option and takes only ``none``).
+        scale_values: ``--advantage-scale`` value -> the estimator's own spelling of it (None:
+            passed as is); its keys are the scales it accepts.
+    """
+
+    fn: Callable[..., AdvantageResult]
+    rollouts: tuple[str, ...] = ROLLOUTS
+    role_option: str | None = None
+    scale_option: str | None = "scale"
+    scale_values: Mapping[str, str] | None = None
+
+    @property
+    def options(self) -> dict[str, inspect.Parameter]:
+        """Keyword-only parameters (the options), by name."""
+        parameters = inspect.signature(self.fn).parameters.values()
+        return {p.name: p for p in parameters if p.kind is p.KEYWORD_ONLY}
+
+    @property
+    def scales(self) -> tuple[str, ...]:
+        """The ``--advantage-scale`` values it accepts."""
+        if self.scale_option is None:
+            return ("none",)
+        return tuple(self.scale_values) if self.scale_values else SCALES
+
+    def scale_kwargs(self, scale: str) -> dict[str, str]:
+        """The keyword options that carry ``--advantage-scale`` ``scale`` to ``fn``."""
+        if self.scale_option is None:
+            return {}
+        return {self.scale_option: self.scale_values[scale] if self.scale_values else scale}
+
+    def required_role(self, options: Mapping[str, object]) -> str | None:
+        """The role the team must have with these options (None: any team)."""
+        if self.role_option is None:
+            return None
+        return str(options.get(self.role_option, self.options[self.role_option].default))
+
+
+ADVANTAGE_ESTIMATORS: dict[str, EstimatorSpec] = {}
+
+
+def register_estimator(
+    name: str,
+    fn: Callable[..., AdvantageResult],
+    *,
+    rollouts: tuple[str, ...] = ROLLOUTS,
+    role_option: str | None = None,
+    scale_option: str | None = "scale",
+    scale_values: Mapping[str, str] | None = None,
+) -> EstimatorSpec:
+    """Make ``fn`` available as ``--estimator name`` (see ``EstimatorSpec`` for the rest).
+
+    Raises:
+        ValueError: ``name`` is taken by another function, or a declared option is not a
+            keyword-only parameter of ``fn``, or a rollout is unknown.
+    """
+    spec = EstimatorSpec(fn, tuple(rollouts), role_option, scale_option, scale_values)
+    unknown = [r for r in spec.rollouts if r not in ROLLOUTS]
+    missing = [o for o in (role_option, scale_option) if o is not None and o not in spec.options]
+    if unknown or missing or not spec.rollouts:
+        raise ValueError(
+            f"estimator {name!r}: rollouts {spec.rollouts} must be among {ROLLOUTS}; declared options "
+            f"{missing} must be keyword-only parameters of {fn.__name__}"
+        )
+    if name in ADVANTAGE_ESTIMATORS and ADVANTAGE_ESTIMATORS[name].fn is not fn:
+        raise ValueError(f"estimator {name!r} is already registered with {ADVANTAGE_ESTIMATORS[name].fn}")
+    ADVANTAGE_ESTIMATORS[name] = spec
+    return spec
+
+
+register_estimator("grpo", grpo)
+register_estimator("rloo", rloo, scale_option=None)  # A = r - mean of the others, never std-scaled
+# A tree node's K candidates are the group: plain rollouts give singletons, hence A = 0.
+register_estimator("at_grpo", at_grpo, rollouts=("tree",))
+register_estimator("per_agent", per_agent)
+register_estimator(
+    "gigpo",
+    gigpo,
+    rollouts=("plain",),
+    scale_option="norm",
+    scale_values={scale: norm for norm, scale in _GIGPO_NORMS.items()},
+)
+register_estimator("matpo", matpo, rollouts=("plain",), role_option="planner_role")
+register_estimator("tree", tree)
 
 
 def compute_advantages(samples: Sequence[Turn], estimator: str, **options: object) -> AdvantageResult:
@@ -423,15 +522,15 @@ def compute_advantages(samples: Sequence[Turn], estimator: str, **options: objec
         ValueError: An option value outside its choices.
     """
     try:
-        fn = ADVANTAGE_ESTIMATORS[estimator]
+        spec = ADVANTAGE_ESTIMATORS[estimator]
     except KeyError:
         raise KeyError(
             f"unknown advantage estimator {estimator!r}; valid: {', '.join(ADVANTAGE_ESTIMATORS)}"
         ) from None
-    accepted = [p.name for p in inspect.signature(fn).parameters.values() if p.kind is p.KEYWORD_ONLY]
-    unknown = sorted(set(options) - set(accepted))
+    unknown = sorted(set(options) - set(spec.options))
     if unknown:
         raise TypeError(
-            f"advantage estimator {estimator!r} got unknown option(s) {unknown}; accepted: {accepted}"
+            f"advantage estimator {estimator!r} got unknown option(s) {unknown}; "
+            f"accepted: {list(spec.options)}"
         )
-    return fn(samples, **options)
+    return spec.fn(samples, **options)

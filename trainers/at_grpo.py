@@ -50,17 +50,24 @@ from trainers.checkpoint import (
     save_checkpoint,
 )
 from trainers.cli import config_to_dict, parse_overrides
-from trainers.config import RESUMABLE_OVERRIDES, ConfigError, TrainConfig, estimator_options, resolve_config
+from trainers.config import (
+    RESUMABLE_OVERRIDES,
+    ConfigError,
+    TrainConfig,
+    check_required_role,
+    estimator_options,
+    resolve_config,
+)
 from trainers.episode_store import drop_episodes_after, write_episodes
 from trainers.evaluation import EvalResult, episode_metrics, evaluate, sample_metrics
-from trainers.learner import Learner, LearnerConfig
+from trainers.learner import Learner
 from trainers.records import Episode
 from trainers.rollout import rollout_for_step, training_sampling
 from trainers.run_dirs import load_saved_config, new_run_dir
 from trainers.run_log import RunLogger, atomic_write_text, read_jsonl
 from trainers.teams import build_team, served_policies, sync_served_weights
 
-__all__ = ["Summary", "train", "main", "load_run_config"]
+__all__ = ["Summary", "train", "main", "parse_train_args", "load_run_config"]
 
 LEGACY_DEFAULTS = {"dynamic_sampling": True, "old_logprobs": "sampler"}
 LEARNER_KEYS = (
@@ -224,8 +231,7 @@ def train(config: TrainConfig, initial_eval: dict[str, float] | None = None) -> 
     started = time.perf_counter()
     config = resolve_config(config)
     env = envs.make(config.env, team=config.team, **config.env_kwargs)  # fails early on bad env_kwargs
-    if config.estimator == "matpo" and "planner" not in env.roles:
-        raise ConfigError(f"matpo needs a 'planner' role; {config.env} team {config.team!r} has {env.roles}")
+    check_required_role(config, tuple(env.roles))  # envs that declare no TEAMS are checked here
     if config.init and not config.resume:
         try:
             init_checkpoint(config.init, model=config.model)  # fail before any model loads
@@ -235,23 +241,7 @@ def train(config: TrainConfig, initial_eval: dict[str, float] | None = None) -> 
     checkpoint = latest_checkpoint(run_dir) if config.resume else None
     _seed_everything(config.seed)  # LoRA initialisation draws from the global torch RNG
     team = build_team(config, env)
-    learner = Learner(
-        team,
-        LearnerConfig(
-            lr=config.lr,
-            loss=config.loss,
-            max_response_length=config.max_new_tokens,  # Dr. GRPO's constant divisor
-            kl_coef=config.kl_coef,
-            max_grad_norm=config.max_grad_norm,
-            micro_batch_tokens=config.micro_batch_tokens,
-            dynamic_sampling=config.dynamic_sampling,
-            old_logprobs=config.old_logprobs,
-            passes=config.passes,
-            mini_batches=config.mini_batches,
-            temperature=config.temperature,
-            top_p=config.top_p,
-        ),
-    )
+    learner = Learner(team, config.learner_config())
     recomputing = [name for name, unit in learner.units.items() if learner.recomputes_old_logprobs(unit)]
     source = f"recomputed by the learner for {', '.join(recomputing)}" if recomputing else "the sampler's"
     print(f"pi_old: {source} (--old-logprobs {config.old_logprobs})", file=sys.stderr)
@@ -372,9 +362,9 @@ def format_summary(summary: Summary) -> str:
     return "\n".join(lines)
 
 
-def main(argv: Sequence[str] | None = None, *, algo: str = "at_grpo") -> int:
-    """Command-line entry point; ``algo`` is the preset of ``--algo`` (the aliases set it)."""
-    overrides = parse_overrides(
+def parse_train_args(argv: Sequence[str] | None = None, *, algo: str = "at_grpo") -> dict[str, Any]:
+    """The ``TrainConfig`` fields a command line sets (``--help`` lists them all)."""
+    return parse_overrides(
         TrainConfig,
         argv,
         prog=f"python -m trainers.{algo}",
@@ -383,6 +373,11 @@ def main(argv: Sequence[str] | None = None, *, algo: str = "at_grpo") -> int:
         + ("" if algo == "at_grpo" else f"\nThis alias sets --algo {algo}."),
         epilog="Fields left at None take the env preset's value (trainers/config.py: ENV_PRESETS).",
     )
+
+
+def main(argv: Sequence[str] | None = None, *, algo: str = "at_grpo") -> int:
+    """Command-line entry point; ``algo`` is the preset of ``--algo`` (the aliases set it)."""
+    overrides = parse_train_args(argv, algo=algo)
     try:
         if overrides.get("resume"):
             config = load_run_config(overrides["resume"], overrides)

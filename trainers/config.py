@@ -14,10 +14,9 @@ errors name the field and the fix.
 from __future__ import annotations
 
 import dataclasses
-import inspect
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from agents.models import DEFAULT_MODEL
 from trainers.backends import (
@@ -29,6 +28,10 @@ from trainers.backends import (
 )
 from trainers.errors import ConfigError
 
+if TYPE_CHECKING:
+    from trainers.advantages import EstimatorSpec
+    from trainers.learner import LearnerConfig
+
 __all__ = [
     "TrainConfig",
     "ALGO_PRESETS",
@@ -36,6 +39,7 @@ __all__ = [
     "GENERIC_PRESET",
     "resolve_config",
     "estimator_options",
+    "check_required_role",
     "ConfigError",
 ]
 
@@ -58,8 +62,6 @@ ALGO_PRESETS: dict[str, dict[str, Any]] = {
 # zero-advantage groups; GRPO does neither.
 LOSS_ADVANTAGE_SCALE: dict[str, str] = {"grpo": "group", "dapo": "group", "dr_grpo": "none"}
 LOSS_DYNAMIC_SAMPLING: dict[str, bool] = {"grpo": False, "dapo": True, "dr_grpo": False}
-# GiGPO names the same choice by its normalisation mode.
-_GIGPO_NORM_OF_SCALE = {"group": "mean_std_norm", "none": "mean_norm"}
 
 # Sized for a 2-core CPU and SmolLM2-135M: under a minute per step, one to two per eval.
 # Temperature 0.7 and 16-token replies: at 1.0 the 135M model's replies are ~98% invalid
@@ -159,7 +161,11 @@ class TrainConfig(BackendConfig):
     rollout: Literal["tree", "plain"] | None = None
     """'tree': K candidates per node, best continues; 'plain': K independent episodes (None: algo's)."""
     estimator: str | None = None
-    """Advantage estimator in trainers.advantages.ADVANTAGE_ESTIMATORS (None: the algo's)."""
+    """Advantage estimator registered in trainers.advantages (grpo, rloo, at_grpo, per_agent, gigpo,
+    matpo, tree, or your own) (None: the algo's)."""
+    estimator_kwargs: dict = field(default_factory=dict)
+    """The estimator's options as JSON, e.g. '{"omega": 0.5, "gamma": 0.9}' for gigpo (its keyword-only
+    parameters in trainers/advantages.py; the scale comes from --advantage-scale)."""
     num_generations: int = 4
     """K: candidates per (task, turn, agent) node in tree rollouts, episodes per task in plain ones."""
     tasks_per_step: int | None = None
@@ -200,12 +206,27 @@ class TrainConfig(BackendConfig):
     """pi_old: the sampler's logprobs, or recomputed by the learner before any update ('auto':
     recompute when the weights are not float32, e.g. bfloat16 on CUDA; logged per step as
     old_logprobs_recomputed, with the sampler's gap old_logprob_gap_mean)."""
+    eps_low: float | None = None
+    """Lower clip range: the ratio is clipped at 1 - eps_low (None: the --loss preset's, 0.2)."""
+    eps_high: float | None = None
+    """Upper clip range: the ratio is clipped at 1 + eps_high (None: the --loss preset's, 0.28 for dapo's
+    clip-higher, else 0.2)."""
+    aggregation: Literal["token-mean", "seq-mean-token-mean", "seq-mean-token-sum-norm"] | None = None
+    """How token losses become one loss (None: the --loss preset's: seq-mean-token-mean for grpo,
+    token-mean for dapo, seq-mean-token-sum-norm (divided by --max-new-tokens) for dr_grpo)."""
     kl_coef: float = 0.0
     """Weight of the KL penalty to the initial policy (0: off, no reference forward)."""
+    entropy_coef: float = 0.0
+    """Weight of the entropy bonus (0: off)."""
+    weight_decay: float = 0.0
+    """AdamW weight decay."""
     max_grad_norm: float = 1.0
     """Gradient-norm clip per trained unit."""
     micro_batch_tokens: int = 4096
     """Token budget of one forward/backward (lower it if the update runs out of memory)."""
+    shared_prefix: bool = True
+    """Encode each group's shared prompt once in the update (same gradients, fewer token-forwards;
+    trainers/prefix.py); off: plain padded forwards."""
     seed: int = 0
     """Seeds the training tasks, the sampler and candidate selection (same seed, same run)."""
 
@@ -256,6 +277,31 @@ class TrainConfig(BackendConfig):
         """A constructor of this run's backend policy on ``model``."""
         return policy_factory(self, self.model, self.serving)
 
+    def learner_config(self) -> LearnerConfig:
+        """The learner's settings (a resolved config: ``lr`` and ``temperature`` filled in)."""
+        from trainers.learner import LearnerConfig
+
+        return LearnerConfig(
+            lr=self.lr,
+            weight_decay=self.weight_decay,
+            max_grad_norm=self.max_grad_norm,
+            loss=self.loss,
+            eps_low=self.eps_low,
+            eps_high=self.eps_high,
+            aggregation=self.aggregation,
+            max_response_length=self.max_new_tokens,  # Dr. GRPO's constant divisor
+            kl_coef=self.kl_coef,
+            entropy_coef=self.entropy_coef,
+            micro_batch_tokens=self.micro_batch_tokens,
+            shared_prefix=self.shared_prefix,
+            dynamic_sampling=self.dynamic_sampling,
+            old_logprobs=self.old_logprobs,
+            passes=self.passes,
+            mini_batches=self.mini_batches,
+            temperature=self.temperature,
+            top_p=self.top_p,
+        )
+
 
 # Fields a resumed run may change; everything else must match the saved config.
 RESUMABLE_OVERRIDES = frozenset({"steps", "progress", "tensorboard", "plots", "resume", "eval_every"})
@@ -299,29 +345,84 @@ def _validate(config: TrainConfig) -> None:
         if reserved in config.env_kwargs:
             fix = "use --team" if reserved == "team" else "training uses train seeds, evaluation test seeds"
             raise ConfigError(f"env_kwargs may not set {reserved!r}; {fix}")
-    if config.estimator is not None:
-        from trainers.advantages import ADVANTAGE_ESTIMATORS
+    for name in ("eps_low", "eps_high"):
+        value = getattr(config, name)
+        if value is not None and not 0 < value < 1:
+            raise ConfigError(f"{name}={value} must be in (0, 1); pass e.g. --{name.replace('_', '-')} 0.2")
+    for name in ("entropy_coef", "weight_decay"):
+        _positive(config, name, 0)
+    _check_estimator(config)
 
-        if config.estimator not in ADVANTAGE_ESTIMATORS:
-            raise ConfigError(
-                f"estimator={config.estimator!r} is unknown; choose one of {', '.join(ADVANTAGE_ESTIMATORS)}"
-            )
-    # What the run will use once the algo preset fills the None fields.
-    estimator = config.estimator or ALGO_PRESETS[config.algo]["estimator"]
+
+def _estimator_spec(config: TrainConfig) -> tuple[str, EstimatorSpec]:
+    """The estimator the run will use once the algo preset fills ``estimator``, and its spec."""
+    from trainers.advantages import ADVANTAGE_ESTIMATORS
+
+    name = config.estimator or ALGO_PRESETS[config.algo]["estimator"]
+    if name not in ADVANTAGE_ESTIMATORS:
+        raise ConfigError(f"estimator={name!r} is unknown; choose one of {', '.join(ADVANTAGE_ESTIMATORS)}")
+    return name, ADVANTAGE_ESTIMATORS[name]
+
+
+def _check_estimator(config: TrainConfig) -> None:
+    """The config against what its estimator declared (``register_estimator``): rollout,
+    scale, options, and the role it needs where the env declares its team variants."""
+    name, spec = _estimator_spec(config)
     rollout = config.rollout or ALGO_PRESETS[config.algo]["rollout"]
-    if estimator in ("gigpo", "matpo") and rollout == "tree":
+    if rollout not in spec.rollouts:
+        preset = ALGO_PRESETS.get(name, {}).get("rollout") in spec.rollouts
         raise ConfigError(
-            f"estimator {estimator!r} needs plain (un-branched) episodes; pass --rollout plain "
-            f"(or --algo {estimator}, which sets it)"
+            f"estimator {name!r} works on {' or '.join(spec.rollouts)} rollouts, not {rollout}; pass "
+            f"--rollout {spec.rollouts[0]}" + (f" (or --algo {name}, which sets it)" if preset else "")
         )
-    if estimator == "matpo" and config.team == "single":
-        raise ConfigError("algo/estimator 'matpo' needs a planner role; use --team mas")
-    if config.advantage_scale not in (None, "none") and estimator == "rloo":
+    if config.advantage_scale is not None and config.advantage_scale not in spec.scales:
         raise ConfigError(
-            "estimator 'rloo' is never std-normalised (A = r - mean of the others); drop --advantage-scale"
+            f"estimator {name!r} takes --advantage-scale {' or '.join(spec.scales)}, not "
+            f"{config.advantage_scale!r}; pass one of those or drop --advantage-scale"
         )
-    if config.advantage_scale == "batch" and estimator == "gigpo":
-        raise ConfigError("gigpo normalises per group or not at all; pass --advantage-scale group or none")
+    options = config.estimator_kwargs
+    example = "--estimator-kwargs '{\"omega\": 0.5}'"
+    if not isinstance(options, Mapping):
+        raise ConfigError(f"estimator_kwargs must be a JSON object, e.g. {example}")
+    if spec.scale_option in options:
+        raise ConfigError(f"estimator_kwargs may not set {spec.scale_option!r}; use --advantage-scale")
+    accepted = [option for option in spec.options if option != spec.scale_option]
+    unknown = sorted(set(options) - set(accepted))
+    if unknown:
+        raise ConfigError(
+            f"estimator_kwargs {unknown} are not options of estimator {name!r}; "
+            f"its options: {', '.join(accepted) or '(none)'}"
+        )
+    try:
+        spec.fn([], **options)  # the estimator's own checks of its option values, on an empty batch
+    except (TypeError, ValueError) as err:
+        raise ConfigError(f"estimator_kwargs of {name!r}: {err}") from None
+    import envs
+
+    try:
+        teams = envs.spec(config.env).teams
+    except (KeyError, ValueError):
+        return  # an unknown env id: resolve_config names it
+    if teams is not None and config.team in teams:
+        check_required_role(config, teams[config.team], teams)
+
+
+def check_required_role(
+    config: TrainConfig, roles: tuple[str, ...], teams: Mapping[str, tuple[str, ...]] | None = None
+) -> None:
+    """Raise ``ConfigError`` when the estimator needs a role that ``roles`` (the team variant's)
+    lacks; ``teams`` (variant -> roles) lets the message name a variant that has it."""
+    name, spec = _estimator_spec(config)
+    role = spec.required_role(config.estimator_kwargs)
+    if role is None or role in roles:
+        return
+    variants = [variant for variant, its_roles in (teams or {}).items() if role in its_roles]
+    fixes = [f"use --team {variants[0]}"] if variants else []
+    fixes.append(f"name one of its roles: --estimator-kwargs '{{\"{spec.role_option}\": \"{roles[0]}\"}}'")
+    raise ConfigError(
+        f"estimator {name!r} needs a {role!r} role; {config.env} team {config.team!r} has roles "
+        f"{list(roles)}; " + ", or ".join(fixes)
+    )
 
 
 def _env_name(env_id: str) -> str:
@@ -346,9 +447,10 @@ def resolve_config(config: TrainConfig) -> TrainConfig:
         # From a warm start the policy is already good and a large step undoes it: 1e-4 was
         # picked on the validation slice from the default warm start (README, Results).
         updates["lr"] = (1e-4 if config.init else 5e-4) if config.lora else 1e-5
-    if config.advantage_scale is None:
-        estimator = updates.get("estimator", config.estimator)
-        updates["advantage_scale"] = "none" if estimator == "rloo" else LOSS_ADVANTAGE_SCALE[config.loss]
+    if config.advantage_scale is None:  # the loss preset's, where the estimator takes it
+        scales = _estimator_spec(config)[1].scales
+        preferred = LOSS_ADVANTAGE_SCALE[config.loss]
+        updates["advantage_scale"] = preferred if preferred in scales else scales[0]
     if config.dynamic_sampling is None:
         updates["dynamic_sampling"] = LOSS_DYNAMIC_SAMPLING[config.loss]
     return dataclasses.replace(config, **updates)
@@ -356,12 +458,7 @@ def resolve_config(config: TrainConfig) -> TrainConfig:
 
 def estimator_options(config: TrainConfig) -> dict[str, Any]:
     """The keyword options of ``compute_advantages`` a resolved config implies: its
-    ``advantage_scale`` as the estimator's ``scale`` (gigpo: ``norm``; rloo: none)."""
-    from trainers.advantages import ADVANTAGE_ESTIMATORS
-
-    parameters = inspect.signature(ADVANTAGE_ESTIMATORS[config.estimator]).parameters
-    if "scale" in parameters:
-        return {"scale": config.advantage_scale}
-    if "norm" in parameters:
-        return {"norm": _GIGPO_NORM_OF_SCALE[config.advantage_scale]}
-    return {}
+    ``advantage_scale`` under the keyword the estimator declared (gigpo: ``norm``; rloo:
+    none), then ``estimator_kwargs``."""
+    spec = _estimator_spec(config)[1]
+    return {**spec.scale_kwargs(config.advantage_scale), **config.estimator_kwargs}

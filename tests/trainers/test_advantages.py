@@ -16,6 +16,7 @@ from trainers.advantages import (
     grpo,
     matpo,
     per_agent,
+    register_estimator,
     rloo,
     tree,
 )
@@ -387,6 +388,31 @@ def test_unknown_option_raises_type_error_naming_it():
         compute_advantages(gigpo_batch(), "gigpo", omgea=2.0)
     with pytest.raises(TypeError, match="scale"):
         compute_advantages(grpo_batch(), "rloo", scale="none")
+
+
+def test_estimators_declare_rollouts_roles_and_scales():
+    assert ADVANTAGE_ESTIMATORS["gigpo"].rollouts == ("plain",)
+    assert ADVANTAGE_ESTIMATORS["at_grpo"].rollouts == ("tree",)
+    assert ADVANTAGE_ESTIMATORS["gigpo"].scale_kwargs("none") == {"norm": "mean_norm"}
+    rloo_spec = ADVANTAGE_ESTIMATORS["rloo"]
+    assert rloo_spec.scales == ("none",) and rloo_spec.scale_kwargs("none") == {}
+    matpo_spec = ADVANTAGE_ESTIMATORS["matpo"]
+    assert matpo_spec.required_role({}) == "planner"
+    assert matpo_spec.required_role({"planner_role": "boss"}) == "boss"
+    assert ADVANTAGE_ESTIMATORS["grpo"].required_role({}) is None
+
+
+def test_register_estimator_refuses_a_declared_option_the_function_lacks():
+    def mine(samples, *, scale: str = "group"):
+        return grpo(samples, scale=scale)
+
+    with pytest.raises(ValueError, match="planner_role"):
+        register_estimator("mine", mine, role_option="planner_role")
+    with pytest.raises(ValueError, match="rollouts"):
+        register_estimator("mine", mine, rollouts=("beam",))
+    assert "mine" not in ADVANTAGE_ESTIMATORS
+    with pytest.raises(ValueError, match="already registered"):
+        register_estimator("grpo", mine)
 
 
 def test_compute_advantages_passes_options():
