@@ -14,9 +14,9 @@ from typing import Literal
 from agents.models import DEFAULT_MODEL
 from envs.splits import TEST_SEED_COUNT, TEST_SEED_START
 from trainers.backends import BackendConfig, check_model_backend
-from trainers.config import ENV_PRESETS, GENERIC_PRESET, ConfigError
+from trainers.config import ConfigError
 
-__all__ = ["EvalConfig", "ConfigError", "POLICY_KINDS", "BASELINES", "preset_for"]
+__all__ = ["EvalConfig", "ConfigError", "POLICY_KINDS", "BASELINES"]
 
 POLICY_KINDS = ("model", "base", "oracle", "random")
 BASELINES = ("random", "oracle", "single", "mas")
@@ -88,11 +88,6 @@ class EvalConfig(BackendConfig):
     def __post_init__(self) -> None:
         super().__post_init__()
         _validate(self)
-
-
-def preset_for(env_name: str) -> dict:
-    """The trainer's preset of an env (``GENERIC_PRESET`` for envs without one)."""
-    return ENV_PRESETS.get(env_name, GENERIC_PRESET)
 
 
 def _validate(config: EvalConfig) -> None:

@@ -45,12 +45,14 @@ from typing import Any
 
 import envs
 from agents.base import SamplingParams
-from benchmarks.eval_config import ConfigError, EvalConfig, preset_for
+from benchmarks.eval_config import ConfigError, EvalConfig
 from benchmarks.eval_report import Cell, Column, markdown_tables, write_plots, write_results
 from benchmarks.eval_teams import NotApplicable, PolicyBank, TeamSpec, team_rows
 from trainers.cli import config_to_dict, parse_overrides
+from trainers.config import env_preset
 from trainers.evaluation import EVAL_SEED, benchmark_metrics, check_eval_tasks, evaluate_tasks
 from trainers.records import TaskKey
+from trainers.rollout import EnvSetup
 from trainers.run_log import atomic_write_text, render_transcripts
 
 __all__ = ["EvalResults", "column_env_kwargs", "run_evaluation", "select_columns", "seed_tasks", "main"]
@@ -130,7 +132,7 @@ def select_columns(config: EvalConfig) -> list[Column]:
         if not presets:
             columns.append(Column(env_id))
             continue
-        wanted = config.difficulty or (preset_for(envs.spec(env_id).name)["env_kwargs"].get("difficulty"),)
+        wanted = config.difficulty or (env_preset(envs.spec(env_id).name)["env_kwargs"].get("difficulty"),)
         if wanted == ("all",):
             wanted = presets
         unknown = [d for d in wanted if d not in presets and d is not None]
@@ -147,7 +149,7 @@ def column_env_kwargs(config: EvalConfig, column: Column) -> dict[str, Any]:
     (e.g. easy, ``max_cycles=2``) at the preset's own difficulty, the env's registered
     defaults (a horizon long enough for every level) at other difficulties, then
     ``--env-kwargs``."""
-    preset = dict(preset_for(envs.spec(column.env_id).name)["env_kwargs"])
+    preset = dict(env_preset(envs.spec(column.env_id).name)["env_kwargs"])
     if column.difficulty is not None and column.difficulty != preset.get("difficulty"):
         preset = {}
     if column.difficulty is not None:
@@ -168,7 +170,7 @@ def seed_tasks(config: EvalConfig, env_id: str, seed: int) -> list[TaskKey]:
 
 # ---------------------------------------------------------------------------- one cell
 def _sampling(config: EvalConfig, env_id: str) -> SamplingParams:
-    preset = preset_for(envs.spec(env_id).name)
+    preset = env_preset(envs.spec(env_id).name)
     temperature = config.temperature
     if temperature is None:
         temperature = 0.0 if config.samples == 1 else preset["temperature"]
@@ -184,13 +186,13 @@ def _run_cell(
     config: EvalConfig, bank: PolicyBank, spec: TeamSpec, column: Column, out_dir: Path, bar
 ) -> Cell:
     cell = Cell(spec.name, column)
-    env_kwargs = {"team": spec.variant, **column_env_kwargs(config, column)}
+    setup = EnvSetup(column.env_id, spec.variant, column_env_kwargs(config, column))
     started = time.perf_counter()
-    variants = getattr(envs.make(column.env_id), "TEAMS", {spec.variant: ()})
+    variants = envs.spec(column.env_id).teams or {spec.variant: ()}
     try:
         if spec.variant not in variants:
             raise NotApplicable(f"{column.env_id} has no {spec.variant!r} team (it has {sorted(variants)})")
-        team = bank.team(spec, envs.make(column.env_id, **env_kwargs))
+        team = bank.team(spec, setup.make(split="test"))
     except NotApplicable as err:
         cell.skipped = str(err)
     if cell.skipped:
@@ -205,7 +207,7 @@ def _run_cell(
             tasks,
             episodes_per_task=config.samples,
             sampling=sampling,
-            env_kwargs=env_kwargs,
+            env_kwargs=setup.make_kwargs,
             seed=EVAL_SEED + seed,
         )
         cell.seeds.append(seed)

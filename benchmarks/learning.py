@@ -232,7 +232,9 @@ def print_report(summary: dict[str, dict[str, Any]], args: argparse.Namespace, w
 def main(argv: list[str] | None = None) -> dict[str, dict[str, Any]]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--env", default="plan_path")
-    parser.add_argument("--env-kwargs", default='{"difficulty": "easy", "max_cycles": 2}', help="JSON")
+    parser.add_argument(
+        "--env-kwargs", default="{}", help="JSON, merged over the env preset (trainers/config.py)"
+    )
     parser.add_argument("--model", default="smollm2-135m-instruct")
     parser.add_argument("--init", default=None, help="a warm-start run dir to reuse (skips step 0)")
     # None: trainers.sft's defaults (SFTConfig), the measured warm-start recipe.

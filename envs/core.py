@@ -125,6 +125,8 @@ class TextAECEnv(AECEnv):
     # (empty: the env has no sizes). ``benchmarks.evaluate`` breaks its results down by them;
     # ``metadata["suite"]`` (e.g. "planning") puts the env in that ``--suite``.
     DIFFICULTIES: ClassVar[tuple[str, ...]] = ()
+    # The env's horizon when neither make() nor the registration sets max_cycles: every env
+    # class states its own (one place, so direct construction and envs.make agree).
     DEFAULT_MAX_CYCLES: ClassVar[int] = 20
     spec = None  # the EnvSpec when built by envs.make (like Gymnasium)
     # Attributes a clone shares with its original instead of copying: immutable task data.

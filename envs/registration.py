@@ -40,8 +40,8 @@ class EnvSpec:
         id: Full versioned id, e.g. ``"sokoban-v0"``.
         entry_point: ``"module:Class"`` string (imported lazily) or a callable.
         kwargs: Default constructor keyword arguments; ``make(id, **kw)`` overrides them.
-        max_cycles: Default number of full turn cycles before truncation (``None``: the
-            env class default).
+        max_cycles: Number of full turn cycles before truncation for this id (``None``: the
+            env class's ``DEFAULT_MAX_CYCLES``; see ``default_max_cycles``).
     """
 
     id: str
@@ -61,6 +61,14 @@ class EnvSpec:
         version = parse_env_id(self.id)[2]
         assert version is not None  # register() refuses unversioned ids
         return version
+
+    @property
+    def default_max_cycles(self) -> int | None:
+        """The horizon ``make()`` gives when the caller sets none: the registration's
+        ``max_cycles``, else the env class's ``DEFAULT_MAX_CYCLES`` (None: neither)."""
+        if self.max_cycles is not None:
+            return self.max_cycles
+        return getattr(_load_entry_point(self.entry_point), "DEFAULT_MAX_CYCLES", None)
 
     @property
     def teams(self) -> Mapping[str, tuple[str, ...]] | None:
@@ -122,7 +130,8 @@ def register(
         entry_point: ``"package.module:ClassName"`` (imported lazily by ``make``) or a
             callable returning the env.
         kwargs: Default keyword arguments for the constructor.
-        max_cycles: Default truncation horizon in full turn cycles.
+        max_cycles: Truncation horizon in full turn cycles for this id, when it differs
+            from the env class's ``DEFAULT_MAX_CYCLES`` (a long-horizon variant, say).
 
     Returns:
         The registered ``EnvSpec``.

@@ -187,7 +187,7 @@ def _evaluate(config: TrainConfig, team: Team, logger: RunLogger, step: int) -> 
         config.env,
         num_tasks=config.eval_tasks,
         sampling=sampling,
-        env_kwargs={"team": config.team, **config.env_kwargs},
+        env_kwargs=config.env_setup.make_kwargs,
         split=config.eval_split,
     )
     logger.log_eval(step, result.metrics)
@@ -230,7 +230,7 @@ def train(config: TrainConfig, initial_eval: dict[str, float] | None = None) -> 
     """
     started = time.perf_counter()
     config = resolve_config(config)
-    env = envs.make(config.env, team=config.team, **config.env_kwargs)  # fails early on bad env_kwargs
+    env = config.env_setup.make()  # fails early on bad env_kwargs
     check_required_role(config, tuple(env.roles))  # envs that declare no TEAMS are checked here
     if config.init and not config.resume:
         try:

@@ -31,12 +31,15 @@ from trainers.errors import ConfigError
 if TYPE_CHECKING:
     from trainers.advantages import EstimatorSpec
     from trainers.learner import LearnerConfig
+    from trainers.rollout import EnvSetup
 
 __all__ = [
     "TrainConfig",
     "ALGO_PRESETS",
     "ENV_PRESETS",
     "GENERIC_PRESET",
+    "TRAIN_MAX_CYCLES",
+    "env_preset",
     "resolve_config",
     "estimator_options",
     "check_required_role",
@@ -63,50 +66,15 @@ ALGO_PRESETS: dict[str, dict[str, Any]] = {
 LOSS_ADVANTAGE_SCALE: dict[str, str] = {"grpo": "group", "dapo": "group", "dr_grpo": "none"}
 LOSS_DYNAMIC_SAMPLING: dict[str, bool] = {"grpo": False, "dapo": True, "dr_grpo": False}
 
+# The training horizon: 2 full cycles of the turn order, shorter than each env's own
+# (``DEFAULT_MAX_CYCLES``: 10 for planning, 3 for math and code). On the easy levels two
+# planner/executor rounds leave room for a fix after feedback, while each extra cycle of the
+# 135M model's replies mostly adds invalid turns and generation time.
+TRAIN_MAX_CYCLES = 2
+
 # Sized for a 2-core CPU and SmolLM2-135M: under a minute per step, one to two per eval.
 # Temperature 0.7 and 16-token replies: at 1.0 the 135M model's replies are ~98% invalid
 # (all-invalid groups carry no advantage), and longer replies mostly add junk after the moves.
-ENV_PRESETS: dict[str, dict[str, Any]] = {
-    "sokoban": {
-        "env_kwargs": {"difficulty": "easy", "max_cycles": 2},
-        "tasks_per_step": 4,
-        "max_new_tokens": 16,
-        "temperature": 0.7,
-        "steps": 10,
-        "eval_every": 5,
-        "eval_tasks": 16,
-    },
-    "plan_path": {
-        "env_kwargs": {"difficulty": "easy", "max_cycles": 2},
-        "tasks_per_step": 4,
-        "max_new_tokens": 16,
-        "temperature": 0.7,
-        "steps": 10,
-        "eval_every": 5,
-        "eval_tasks": 16,
-    },
-    "sudoku": {
-        "env_kwargs": {"difficulty": "easy", "max_cycles": 2},
-        "tasks_per_step": 4,
-        "max_new_tokens": 48,
-        "temperature": 0.7,
-        "steps": 10,
-        "eval_every": 5,
-        "eval_tasks": 16,
-    },
-}
-# Reasoning envs: replies hold a program or a worked answer, so they get more tokens; the
-# sandbox runs each program in a separate process (about 0.1 s on top of generation).
-ENV_PRESETS["math"] = {
-    "env_kwargs": {"max_cycles": 2},
-    "tasks_per_step": 4,
-    "max_new_tokens": 96,
-    "temperature": 0.7,
-    "steps": 10,
-    "eval_every": 5,
-    "eval_tasks": 16,
-}
-ENV_PRESETS["code"] = {**ENV_PRESETS["math"], "max_new_tokens": 192}
 GENERIC_PRESET: dict[str, Any] = {
     "env_kwargs": {},
     "tasks_per_step": 4,
@@ -116,6 +84,22 @@ GENERIC_PRESET: dict[str, Any] = {
     "eval_every": 5,
     "eval_tasks": 16,
 }
+_SMALL_CPU = {**GENERIC_PRESET, "temperature": 0.7}
+_EASY = {"difficulty": "easy", "max_cycles": TRAIN_MAX_CYCLES}
+ENV_PRESETS: dict[str, dict[str, Any]] = {
+    "sokoban": {**_SMALL_CPU, "env_kwargs": _EASY, "max_new_tokens": 16},
+    "plan_path": {**_SMALL_CPU, "env_kwargs": _EASY, "max_new_tokens": 16},
+    "sudoku": {**_SMALL_CPU, "env_kwargs": _EASY, "max_new_tokens": 48},
+    # Reasoning envs: replies hold a program or a worked answer, so they get more tokens; the
+    # sandbox runs each program in a separate process (about 0.1 s on top of generation).
+    "math": {**_SMALL_CPU, "env_kwargs": {"max_cycles": TRAIN_MAX_CYCLES}, "max_new_tokens": 96},
+    "code": {**_SMALL_CPU, "env_kwargs": {"max_cycles": TRAIN_MAX_CYCLES}, "max_new_tokens": 192},
+}
+
+
+def env_preset(env_name: str) -> dict[str, Any]:
+    """The preset of an env (its name without version; ``GENERIC_PRESET`` for envs without one)."""
+    return ENV_PRESETS.get(env_name, GENERIC_PRESET)
 
 
 @dataclass(frozen=True)
@@ -277,6 +261,13 @@ class TrainConfig(BackendConfig):
         """A constructor of this run's backend policy on ``model``."""
         return policy_factory(self, self.model, self.serving)
 
+    @property
+    def env_setup(self) -> EnvSetup:
+        """The env this run plays (id, team variant, env kwargs): the one way to build it."""
+        from trainers.rollout import EnvSetup
+
+        return EnvSetup(self.env, self.team, dict(self.env_kwargs))
+
     def learner_config(self) -> LearnerConfig:
         """The learner's settings (a resolved config: ``lr`` and ``temperature`` filled in)."""
         from trainers.learner import LearnerConfig
@@ -418,7 +409,7 @@ def check_required_role(
         return
     variants = [variant for variant, its_roles in (teams or {}).items() if role in its_roles]
     fixes = [f"use --team {variants[0]}"] if variants else []
-    fixes.append(f"name one of its roles: --estimator-kwargs '{{\"{spec.role_option}\": \"{roles[0]}\"}}'")
+    fixes.append(f'name one of its roles: --estimator-kwargs \'{{"{spec.role_option}": "{roles[0]}"}}\'')
     raise ConfigError(
         f"estimator {name!r} needs a {role!r} role; {config.env} team {config.team!r} has roles "
         f"{list(roles)}; " + ", or ".join(fixes)
@@ -438,7 +429,7 @@ def resolve_config(config: TrainConfig) -> TrainConfig:
     """Fill every ``None`` preset field from the algo and env presets (explicit values win;
     ``env_kwargs`` is merged over the preset's)."""
     name = _env_name(config.env)
-    preset = {**ENV_PRESETS.get(name, GENERIC_PRESET), **ALGO_PRESETS[config.algo]}
+    preset = {**env_preset(name), **ALGO_PRESETS[config.algo]}
     updates: dict[str, Any] = {
         key: value for key, value in preset.items() if key != "env_kwargs" and getattr(config, key) is None
     }

@@ -44,6 +44,7 @@ from trainers.records import Episode, RolloutBatch, TaskKey, Turn
 __all__ = [
     "tree_rollout",
     "plain_rollout",
+    "EnvSetup",
     "make_task_env",
     "SELECTIONS",
     "training_tasks",
@@ -52,6 +53,30 @@ __all__ = [
 ]
 
 SELECTIONS = ("greedy", "softmax")
+
+
+@dataclass(frozen=True)
+class EnvSetup:
+    """The env a run plays: its registered id, its team variant (the env's ``team`` argument:
+    which roles act, e.g. ``mas`` or ``single``) and the other ``envs.make`` arguments.
+
+    Training rollouts, evaluations, warm starts, ``load_trained_team`` and the benchmarks
+    build a run's env only through this (``make``, or ``make_kwargs`` handed to the rollouts,
+    which build each task's env with ``make_task_env``), so they cannot drift apart.
+    """
+
+    env_id: str
+    variant: str = "mas"
+    kwargs: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+
+    @property
+    def make_kwargs(self) -> dict[str, Any]:
+        """``envs.make`` arguments (the variant as ``team``); the rollouts' ``env_kwargs``."""
+        return {"team": self.variant, **self.kwargs}
+
+    def make(self, split: str = "train"):
+        """A fresh env of this setup (not reset) on ``split``'s tasks."""
+        return envs.make(self.env_id, split=split, **self.make_kwargs)
 
 
 def make_task_env(task: TaskKey, env_kwargs: Mapping[str, Any] | None = None):
@@ -334,7 +359,7 @@ def rollout_for_step(config: Any, team: Team, step: int, sampling: SamplingParam
     """The rollouts of training step ``step`` (tree or plain, per ``config.rollout``;
     ``config``: a ``trainers.config.TrainConfig``): a pure function of (config, step, weights)."""
     tasks, seed = training_tasks(config, step), config.seed * 1_000_003 + step
-    env_kwargs = {"team": config.team, **config.env_kwargs}
+    env_kwargs = config.env_setup.make_kwargs
     if config.rollout == "tree":
         return tree_rollout(
             tasks,

@@ -78,11 +78,11 @@ def team_variants(config: SFTConfig) -> dict[str, Team]:
     built by ``trainers.teams.build_team`` (the layout at_grpo builds), the others binding
     its shared policy to their roles."""
     first = config.teams[0]
-    team = build_team(config, envs.make(config.env, team=first, **config.env_kwargs))
+    team = build_team(config, config.env_setup(first).make())
     teams = {first: team}
     shared = next(iter(team.bindings.values()))
     for variant in config.teams[1:]:
-        env = envs.make(config.env, team=variant, **config.env_kwargs)
+        env = config.env_setup(variant).make()
         teams[variant] = Team(env, {role: shared for role in env.roles})
     return teams
 
@@ -122,7 +122,7 @@ def _oracle_demonstrations(config: SFTConfig, teams: dict[str, Team], tasks: lis
     for variant, team in teams.items():
         keys = [TaskKey(env_id, "train", seed) for seed in tasks]
         found, failed = oracle_demonstrations(
-            team, keys, stop=config.stop, env_kwargs={"team": variant, **config.env_kwargs}
+            team, keys, stop=config.stop, env_kwargs=config.env_setup(variant).make_kwargs
         )
         if failed:
             print(
@@ -193,7 +193,7 @@ def _replayed_demonstrations(config: SFTConfig, teams: dict[str, Team]) -> tuple
     failed = 0
     for variant, team in teams.items():
         mine = [episode for v, episode in recorded if v == variant]
-        env_kwargs = {"team": variant, **config.env_kwargs}
+        env_kwargs = config.env_setup(variant).make_kwargs
         for subset, out in ((False, train), (True, val)):
             chosen = [episode for episode in mine if (episode.task in held_out) == subset]
             turns, missed = replayed_demonstrations(team, chosen, stop=config.stop, env_kwargs=env_kwargs)
@@ -232,7 +232,7 @@ def _evaluate(
             config.env,
             num_tasks=config.eval_tasks,
             sampling=sampling,
-            env_kwargs={"team": variant, **config.env_kwargs},
+            env_kwargs=config.env_setup(variant).make_kwargs,
         )
         prefix = "" if i == 0 else f"{variant}/"
         metrics.update({prefix + k: v for k, v in result.metrics.items()})
@@ -398,7 +398,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         argv,
         prog="python -m trainers.sft",
         description=(__doc__ or "").split("\n\n")[0],
-        epilog="Fields left at None take the env preset's value (trainers/sft_config.py: SFT_ENV_PRESETS).",
+        epilog="Fields left at None take the env preset's value (trainers/config.py: ENV_PRESETS).",
     )
     try:
         config = (

@@ -14,24 +14,16 @@ from typing import Any, Literal
 
 from agents.models import DEFAULT_MODEL
 from trainers.backends import BackendConfig, PolicyFactory, policy_factory
-from trainers.config import ConfigError, TrainConfig, _env_name, _positive
+from trainers.config import ConfigError, TrainConfig, _env_name, _positive, env_preset
+from trainers.rollout import EnvSetup
 
 __all__ = [
     "SFTConfig",
-    "SFT_ENV_PRESETS",
     "SFT_RESUMABLE_OVERRIDES",
     "resolve_sft_config",
     "as_train_config",
     "is_sft_config",
 ]
-
-# Per env: the trainer preset's episode shape (so demonstrations look like its rollouts) and
-# a warm-start budget measured to fit a 2-core CPU (README, Results).
-SFT_ENV_PRESETS: dict[str, dict[str, Any]] = {
-    "plan_path": {"env_kwargs": {"difficulty": "easy", "max_cycles": 2}, "max_new_tokens": 16},
-    "sokoban": {"env_kwargs": {"difficulty": "easy", "max_cycles": 2}, "max_new_tokens": 16},
-}
-GENERIC_SFT_PRESET: dict[str, Any] = {"env_kwargs": {}, "max_new_tokens": 64}
 
 
 @dataclass(frozen=True)
@@ -131,6 +123,10 @@ class SFTConfig:
     def backend(self) -> str:
         return "hf"  # the warm start trains and evaluates with transformers
 
+    def env_setup(self, variant: str) -> EnvSetup:
+        """The env team variant ``variant`` of this warm start plays."""
+        return EnvSetup(self.env, variant, dict(self.env_kwargs))
+
     def policy_factory(self) -> PolicyFactory:
         """A constructor of the transformers policy on ``model`` (``trainers.teams.build_team``)."""
         return policy_factory(BackendConfig(backend=self.backend, device=self.device), self.model)
@@ -182,8 +178,10 @@ SFT_RESUMABLE_OVERRIDES = frozenset(
 
 
 def resolve_sft_config(config: SFTConfig) -> SFTConfig:
-    """Fill the preset fields (env preset's env_kwargs and max_new_tokens, the lr default)."""
-    preset = SFT_ENV_PRESETS.get(_env_name(config.env), GENERIC_SFT_PRESET)
+    """Fill the preset fields: the training command's env preset (``trainers.config.ENV_PRESETS``:
+    env_kwargs and max_new_tokens, so demonstrations have the shape of its rollouts) and the lr
+    default."""
+    preset = env_preset(_env_name(config.env))
     updates: dict[str, Any] = {"env_kwargs": {**preset["env_kwargs"], **config.env_kwargs}}
     if config.max_new_tokens is None:
         updates["max_new_tokens"] = preset["max_new_tokens"]

@@ -112,7 +112,6 @@ def load_trained_team(path: str | Path, *, backend_config: BackendConfig | None 
         FileNotFoundError: ``path`` is no run or checkpoint (``find_checkpoint``).
         ValueError: The checkpoint does not fit the team its config describes.
     """
-    import envs
     from trainers.checkpoint import find_checkpoint, load_weights
     from trainers.cli import config_from_dict
     from trainers.config import TrainConfig
@@ -130,8 +129,7 @@ def load_trained_team(path: str | Path, *, backend_config: BackendConfig | None 
         overrides = {f.name: getattr(backend_config, f.name) for f in dataclasses.fields(BackendConfig)}
         overrides["device"] = backend_config.device or config.device
     config = dataclasses.replace(config, resume=None, **overrides)
-    env = envs.make(config.env, team=config.team, **config.env_kwargs)
-    team = build_team(config, env)
+    team = build_team(config, config.env_setup.make())
     load_weights(checkpoint, Learner(team))  # the learner only names the trained parameters
     sync_served_weights(team)
     step = int(json.loads((checkpoint / "state.json").read_text())["step"])

@@ -33,6 +33,7 @@ in the feedback, not penalised).
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import warnings
 from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
@@ -108,12 +109,14 @@ class PlanningGame:
 
 
 class PlanningEnv(TextAECEnv):
-    """Planner/executor env over a ``Puzzle``. Subclasses set ``GAME`` and pass their
-    size arguments to ``__init__`` as ``sizes`` (``None`` values keep the preset's).
+    """Planner/executor env over a ``Puzzle``. Subclasses set ``GAME`` (and
+    ``DEFAULT_MAX_CYCLES``); their size arguments are the fields of ``GAME.presets``' params
+    dataclass, taken by keyword, so a subclass needs no ``__init__`` of its own.
 
     Args:
         difficulty: A key of ``GAME.presets``.
-        sizes: Overrides of the preset's params fields (``None`` values are ignored).
+        **sizes: Overrides of the preset's params fields (e.g. ``height=7``; ``None`` keeps
+            the preset's).
         max_moves_per_turn: Moves read from one answer (default per env).
         success_bonus, optimality_bonus, plan_bonus: Reward sizes (module docstring).
         prompt_style: ``"verbose"`` (the -v0 prompts: rules, grammar with an example, the
@@ -123,6 +126,7 @@ class PlanningEnv(TextAECEnv):
     """
 
     metadata: ClassVar[dict[str, Any]] = {**TextAECEnv.metadata, "suite": "planning"}
+    DEFAULT_MAX_CYCLES: ClassVar[int] = 10
     TEAMS: ClassVar[dict[str, tuple[str, ...]]] = {
         "mas": ("planner", "executor"),
         "single": ("solver",),
@@ -140,7 +144,6 @@ class PlanningEnv(TextAECEnv):
         self,
         *,
         difficulty: str = "easy",
-        sizes: Mapping[str, Any] | None = None,
         max_moves_per_turn: int | None = None,
         success_bonus: float = 1.0,
         optimality_bonus: float = 0.5,
@@ -157,7 +160,15 @@ class PlanningEnv(TextAECEnv):
         presets = self.GAME.presets
         if difficulty not in presets:
             raise ValueError(f"{name}: difficulty={difficulty!r}; choose one of {sorted(presets)}")
-        overrides = {field: value for field, value in (sizes or {}).items() if value is not None}
+        size_fields = {f.name for f in dataclasses.fields(presets[difficulty])}
+        sizes = {name: kwargs.pop(name) for name in list(kwargs) if name in size_fields}
+        unknown = sorted(set(kwargs) - set(inspect.signature(TextAECEnv.__init__).parameters))
+        if unknown:
+            raise TypeError(
+                f"{name}: unknown argument(s) {unknown}; its sizes: {', '.join(sorted(size_fields))}; "
+                "see PlanningEnv and TextAECEnv for the others"
+            )
+        overrides = {name: value for name, value in sizes.items() if value is not None}
         self.params = dataclasses.replace(presets[difficulty], **overrides)  # validates sizes
         self.difficulty = difficulty
         super().__init__(**kwargs)

@@ -174,7 +174,7 @@ def test_every_difficulty_is_a_column(tmp_path):
         assert results.cell("oracle mas", "sokoban", difficulty).mean["success"] == 1.0
     header = json.loads((results.out_dir / "results.json").read_text())["envs"]
     assert header["sokoban-v1 (easy)"]["max_cycles"] == 2  # the trainer preset's horizon
-    assert header["sokoban-v1 (hard)"]["max_cycles"] == envs.spec("sokoban").max_cycles  # long enough
+    assert header["sokoban-v1 (hard)"]["max_cycles"] == envs.spec("sokoban").default_max_cycles  # long enough
     assert (results.out_dir / "plots" / "difficulty.png").is_file()
     assert math.isnan(results.cell("oracle mas", "sokoban", "hard").se["success"])  # one seed: no s.e.
 

@@ -259,3 +259,57 @@ def test_response_prefix_is_prepended_to_what_the_env_parses():
             policy.tokenizer.decode(turn.token_ids, skip_special_tokens=True)
             == turn.response[len("<answer>") :]
         )
+
+
+@pytest.mark.slow
+def test_training_evaluation_and_benchmarks_build_the_same_env(monkeypatch, tmp_path):
+    """One config, one env: the training rollouts, the run's evaluations and the benchmark's
+    column for that env call envs.make with the same arguments (the split aside)."""
+    from benchmarks.eval_config import EvalConfig
+    from benchmarks.evaluate import run_evaluation
+    from trainers.at_grpo import _evaluate
+    from trainers.config import TrainConfig, resolve_config
+    from trainers.rollout import rollout_for_step, training_sampling
+
+    made: dict[str, list[tuple]] = defaultdict(list)
+    source = ["?"]
+    real_make = envs.make
+
+    def recording_make(env_id, **kwargs):
+        split = kwargs.pop("split", None)
+        made[source[0]].append((envs.spec(env_id).id, tuple(sorted(kwargs.items()))))
+        return real_make(env_id, split=split, **kwargs) if split else real_make(env_id, **kwargs)
+
+    monkeypatch.setattr(envs, "make", recording_make)
+    config = resolve_config(
+        TrainConfig(env="plan_path", team="single", tasks_per_step=2, eval_tasks=2, transcripts=0)
+    )
+    team = random_team(config.env, **config.env_setup.make_kwargs)
+
+    class Logger:
+        def log_eval(self, step, metrics):
+            pass
+
+    source[0] = "training rollout"
+    rollout_for_step(config, team, 1, training_sampling(config))
+    source[0] = "evaluation"
+    _evaluate(config, team, Logger(), 0)
+    source[0] = "benchmark"
+    run_evaluation(
+        EvalConfig(
+            env=("plan_path",),
+            team="single",
+            baselines=("random",),
+            episodes=2,
+            progress=False,
+            output_dir=str(tmp_path),
+            transcripts=0,
+        )
+    )
+    expected = {("plan_path-v1", tuple(sorted(config.env_setup.make_kwargs.items())))}
+    assert dict(config.env_setup.make_kwargs) == {"team": "single", "difficulty": "easy", "max_cycles": 2}
+    for where in ("training rollout", "evaluation"):
+        assert set(made[where]) == expected, where
+    assert expected <= set(made["benchmark"])  # the benchmark also probes the env's metadata
+    played = [call for call in made["benchmark"] if ("team", "single") in call[1]]
+    assert played and set(played) == expected

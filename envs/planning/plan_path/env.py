@@ -43,19 +43,3 @@ class PlanPathEnv(PlanningEnv):
         instructions=prompts.instructions,
         brief_instructions=prompts.brief_instructions,
     )
-
-    def __init__(
-        self,
-        *,
-        difficulty: str = "easy",
-        height: int | None = None,
-        width: int | None = None,
-        wall_density: float | None = None,
-        min_distance: int | None = None,
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(
-            difficulty=difficulty,
-            sizes=dict(height=height, width=width, wall_density=wall_density, min_distance=min_distance),
-            **kwargs,
-        )

@@ -61,32 +61,3 @@ class SokobanEnv(PlanningEnv):
         instructions=prompts.instructions,
         brief_instructions=prompts.brief_instructions,
     )
-
-    def __init__(
-        self,
-        *,
-        difficulty: str = "easy",
-        height: int | None = None,
-        width: int | None = None,
-        num_boxes: int | None = None,
-        wall_density: float | None = None,
-        reverse_steps: int | None = None,
-        straight_pull_probability: float | None = None,
-        min_moves: int | None = None,
-        max_moves: int | None = None,
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(
-            difficulty=difficulty,
-            sizes=dict(
-                height=height,
-                width=width,
-                num_boxes=num_boxes,
-                wall_density=wall_density,
-                reverse_steps=reverse_steps,
-                straight_pull_probability=straight_pull_probability,
-                min_moves=min_moves,
-                max_moves=max_moves,
-            ),
-            **kwargs,
-        )

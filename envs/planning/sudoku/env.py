@@ -53,16 +53,7 @@ class SudokuEnv(PlanningEnv):
         instructions=prompts.instructions,
     )
     DEFAULT_MAX_MOVES_PER_TURN = 81  # a whole 9x9 solution fits in one answer
-
-    def __init__(
-        self,
-        *,
-        difficulty: str = "easy",
-        size: int | None = None,
-        num_blanks: int | None = None,
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(difficulty=difficulty, sizes=dict(size=size, num_blanks=num_blanks), **kwargs)
+    DEFAULT_MAX_CYCLES = 6
 
     def _legal_moves_text(self, agent: str) -> str:
         """Compact form of the legal fills: each empty cell with its allowed digits, e.g.
