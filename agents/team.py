@@ -14,13 +14,11 @@ The general constructor mixes freely, e.g. a scripted planner with a model execu
 
     Team(env, {"planner": OraclePolicy(), "executor": model_policy})
 
-Workflow: a ``networkx.DiGraph`` whose nodes are the roles; an edge ``u -> v`` means
-``v`` acts right after ``u`` and sees ``u``'s message. The default is the cycle in the
-env's turn order (one role: a self-loop). An override must be ONE cycle through all
-roles; ``team.turn_order`` follows it from the node with attribute ``first=True`` if one
-has it, else from the first role of ``roles``. Envs take the order at construction, so
-run a reordered team on ``envs.make(env_id, turn_order=team.turn_order)``;
-``team.check_env(env)`` says so when they disagree.
+Who speaks when is the env's business: its ``turn_order`` argument (default: the team
+variant's roles in ``TEAMS`` order). A team's ``turn_order`` is its roles in the order given
+(an env's ``roles`` when built from an env), and ``team.check_env(env)`` names the
+``envs.make(..., turn_order=...)`` call when they disagree. (An earlier workflow graph here
+only restated that order, so it went.)
 
 A team is small on purpose: ``act`` makes one generation for one agent. Trainers batch
 prompts across envs themselves (``prompt_for`` + ``binding(agent).policy.generate``).
@@ -34,14 +32,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import networkx as nx
-
 from agents.base import Generation, Policy, Prompt, SamplingParams
 from envs.core import role_of
 
-__all__ = ["RoleBinding", "Team", "default_workflow", "TEAM_MODES"]
+__all__ = ["RoleBinding", "Team"]
 
-TEAM_MODES = ("shared", "per_role")
 _ROLE = re.compile(r"^[a-z][a-z0-9]*$")
 
 
@@ -95,80 +90,16 @@ def _names(items: Sequence[str]) -> str:
     return ", ".join(repr(item) for item in items)
 
 
-def default_workflow(roles: Sequence[str]) -> nx.DiGraph:
-    """The cycle through ``roles`` in order: ``r0 -> r1 -> ... -> r0`` (one role: a self-loop)."""
-    roles = _roles_of(roles)
-    graph = nx.DiGraph()
-    graph.add_nodes_from(roles)
-    graph.add_edges_from(zip(roles, roles[1:] + roles[:1], strict=True))
-    return graph
-
-
-def _workflow_order(graph: Any, roles: tuple[str, ...]) -> tuple[str, ...]:
-    """Validate a workflow graph over ``roles`` and return its turn order."""
-    if not isinstance(graph, nx.DiGraph) or graph.is_multigraph():
-        raise TypeError(f"workflow must be a networkx.DiGraph over the roles, got {type(graph).__name__}")
-    nodes = set(graph.nodes)
-    missing = [r for r in roles if r not in nodes]
-    extra = sorted(map(str, nodes - set(roles)))
-    if missing or extra:
-        parts = ([f"misses role(s) {_names(missing)}"] if missing else []) + (
-            [f"has node(s) {_names(extra)} that are not roles"] if extra else []
-        )
-        raise ValueError(f"workflow {' and '.join(parts)}; its nodes must be exactly the roles {roles!r}")
-    for role in roles:
-        succ = sorted(graph.successors(role))
-        if len(succ) != 1:
-            raise ValueError(
-                f"workflow: role {role!r} has {len(succ)} successors ({_names(succ) or 'none'}); "
-                "every role must hand over to exactly one next role (the edges form one cycle)"
-            )
-    for role in roles:
-        pred = sorted(graph.predecessors(role))
-        if len(pred) != 1:
-            raise ValueError(
-                f"workflow: role {role!r} has {len(pred)} predecessors ({_names(pred) or 'none'}); "
-                "every role must follow exactly one role (the edges form one cycle)"
-            )
-    firsts = [r for r in roles if graph.nodes[r].get("first")]
-    if len(firsts) > 1:
-        raise ValueError(f"workflow: only one role may have first=True, got {_names(firsts)}")
-    start = firsts[0] if firsts else roles[0]
-    order = [start]
-    node = next(iter(graph.successors(start)))
-    while node != start:
-        order.append(node)
-        node = next(iter(graph.successors(node)))
-    if len(order) != len(roles):
-        cycles, seen = [], set()
-        for role in roles:
-            if role in seen:
-                continue
-            cycle, node = [], role
-            while node not in seen:
-                seen.add(node)
-                cycle.append(node)
-                node = next(iter(graph.successors(node)))
-            cycles.append(" -> ".join(cycle + [cycle[0]]))
-        raise ValueError(
-            f"workflow has {len(cycles)} separate cycles ({'; '.join(cycles)}); it must be one cycle "
-            f"through all roles {roles!r}"
-        )
-    return tuple(order)
-
-
 class Team:
-    """Role -> ``RoleBinding``, plus the workflow graph (who speaks after whom).
+    """Role -> ``RoleBinding``; ``turn_order`` is the roles in the order given.
 
     Args:
-        roles: The role names, or an env (its ``roles``, i.e. its turn order).
+        roles: The role names in turn order, or an env (its ``roles``, i.e. its turn order).
         bindings: Role -> ``RoleBinding`` or a plain policy (bound with adapter ``None``).
-        workflow: Optional ``networkx.DiGraph`` over the roles forming one cycle (see the
-            module docstring); default: the cycle in ``roles`` order.
 
     Raises:
-        ValueError: A role without a binding, a binding for an unknown role, an adapter the
-            policy lacks, or an invalid workflow (the message names what is wrong).
+        ValueError: A role without a binding, a binding for an unknown role, or an adapter
+            the policy lacks (the message names what is wrong).
         TypeError: A binding that is not a policy / RoleBinding.
     """
 
@@ -176,7 +107,6 @@ class Team:
         self,
         roles: Sequence[str] | Any,
         bindings: Mapping[str, RoleBinding | Policy],
-        workflow: nx.DiGraph | None = None,
     ) -> None:
         self.roles = _roles_of(roles)
         if not isinstance(bindings, Mapping):
@@ -195,8 +125,7 @@ class Team:
                 f"the env's roles are {self.roles!r}"
             )
         self.bindings: dict[str, RoleBinding] = {r: self._as_binding(r, bindings[r]) for r in self.roles}
-        self.workflow = default_workflow(self.roles) if workflow is None else workflow
-        self.turn_order: tuple[str, ...] = _workflow_order(self.workflow, self.roles)
+        self.turn_order: tuple[str, ...] = self.roles
 
     @staticmethod
     def _as_binding(role: str, value: Any) -> RoleBinding:
@@ -225,15 +154,12 @@ class Team:
         env_or_roles: Sequence[str] | Any,
         policy: Policy,
         system_prompts: Mapping[str, str] | None = None,
-        workflow: nx.DiGraph | None = None,
         response_prefix: str = "",
     ) -> Team:
         """Every role played by ``policy`` itself (adapter ``None``); roles differ by prompt only."""
         roles = _roles_of(env_or_roles)
         prompts = cls._system_prompts(roles, system_prompts)
-        return cls(
-            roles, {r: RoleBinding(policy, None, prompts[r], response_prefix) for r in roles}, workflow
-        )
+        return cls(roles, {r: RoleBinding(policy, None, prompts[r], response_prefix) for r in roles})
 
     @classmethod
     def per_role(
@@ -241,14 +167,13 @@ class Team:
         env_or_roles: Sequence[str] | Any,
         policy: Policy,
         system_prompts: Mapping[str, str] | None = None,
-        workflow: nx.DiGraph | None = None,
         response_prefix: str = "",
     ) -> Team:
         """One LoRA adapter per role on one policy; adapter name = role name (make the policy
         with ``HFPolicy(..., adapters=env.roles)``)."""
         roles = _roles_of(env_or_roles)
         prompts = cls._system_prompts(roles, system_prompts)
-        return cls(roles, {r: RoleBinding(policy, r, prompts[r], response_prefix) for r in roles}, workflow)
+        return cls(roles, {r: RoleBinding(policy, r, prompts[r], response_prefix) for r in roles})
 
     @classmethod
     def per_role_models(
@@ -256,14 +181,13 @@ class Team:
         env_or_roles: Sequence[str] | Any,
         policies: Mapping[str, Policy],
         system_prompts: Mapping[str, str] | None = None,
-        workflow: nx.DiGraph | None = None,
         response_prefix: str = "",
     ) -> Team:
         """A separate policy (full model) per role: ``policies`` maps role -> policy."""
         roles = _roles_of(env_or_roles)
         prompts = cls._system_prompts(roles, system_prompts)
         bindings = {r: RoleBinding(p, None, prompts.get(r), response_prefix) for r, p in policies.items()}
-        return cls(roles, bindings, workflow)
+        return cls(roles, bindings)
 
     @staticmethod
     def _system_prompts(roles: tuple[str, ...], system_prompts: Mapping[str, str] | None) -> dict[str, Any]:
@@ -307,7 +231,7 @@ class Team:
             )
         if env_roles != self.turn_order:
             raise ValueError(
-                f"the env's turn order {env_roles!r} differs from the team's workflow order "
+                f"the env's turn order {env_roles!r} differs from the team's "
                 f"{self.turn_order!r}; make the env with "
                 f"envs.make({env_id!r}, turn_order={self.turn_order!r})"
             )

@@ -139,7 +139,7 @@ def demonstrator_team(team: Team, demonstrator: Callable[[Any], _Demonstrator]) 
         role: RoleBinding(demonstrator(b.policy), b.adapter, b.system_prompt, b.response_prefix)
         for role, b in team.bindings.items()
     }
-    return Team(team.roles, bindings, team.workflow)
+    return Team(team.roles, bindings)
 
 
 def _play_scripted(

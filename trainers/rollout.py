@@ -28,7 +28,7 @@ import dataclasses
 import random
 import time
 from collections import defaultdict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -174,15 +174,12 @@ class _Node:
 
 
 def _start_paths(
-    tasks: Sequence[TaskKey],
-    per_task: int,
-    team: Team,
-    env_kwargs: Mapping[str, Any] | None,
-    make_env: Callable[[TaskKey], Any] | None,
+    tasks: Sequence[TaskKey], per_task: int, team: Team, env_kwargs: Mapping[str, Any] | None
 ) -> list[_Path]:
     """``per_task`` live paths per task, each on its own freshly reset env the team fits."""
-    build = make_env or (lambda task: make_task_env(task, env_kwargs))
-    paths = [_Path(task, index, build(task)) for task in tasks for index in range(per_task)]
+    paths = [
+        _Path(task, index, make_task_env(task, env_kwargs)) for task in tasks for index in range(per_task)
+    ]
     for path in paths:
         team.check_env(path.env)
     return paths
@@ -253,25 +250,21 @@ def tree_rollout(
     sampling: SamplingParams,
     selection: str = "greedy",
     selection_temperature: float = 1.0,
-    trees_per_task: int = 1,
     env_kwargs: Mapping[str, Any] | None = None,
     seed: int = 0,
-    make_env: Callable[[TaskKey], Any] | None = None,
 ) -> RolloutBatch:
     """AT-GRPO tree sampling (module docstring).
 
     Args:
-        tasks: The tasks to play (one live env per task and tree).
+        tasks: The tasks to play (one tree, one live env per task).
         team: Who plays each role.
         num_candidates: K, candidates sampled per (task, turn, agent) node.
         sampling: Sampling parameters (their seed is replaced per call from ``seed``).
         selection: ``"greedy"`` (argmax reward, seeded ties) or ``"softmax"``
             (k* ~ softmax(r / selection_temperature)).
         selection_temperature: tau of the softmax selection.
-        trees_per_task: Independent trees per task (``Turn.episode`` tells them apart).
         env_kwargs: Passed to ``envs.make`` (team variant, difficulty, max_cycles...).
         seed: Seeds selection tie-breaks and the sampler seeds of every call.
-        make_env: Override how a task's env is built and reset.
 
     Returns:
         ``RolloutBatch``: samples = all K candidates of every node (in node order, then
@@ -284,7 +277,7 @@ def tree_rollout(
     if selection_temperature <= 0:
         raise ValueError(f"selection_temperature must be > 0, got {selection_temperature}")
     clock = _Clock()
-    paths = _start_paths(tasks, trees_per_task, team, env_kwargs, make_env)
+    paths = _start_paths(tasks, 1, team, env_kwargs)
     rng = np.random.default_rng(seed)
     samples: list[Turn] = []
     while live := [path for path in paths if not path.done]:
@@ -313,14 +306,13 @@ def plain_rollout(
     sampling: SamplingParams,
     env_kwargs: Mapping[str, Any] | None = None,
     seed: int = 0,
-    make_env: Callable[[TaskKey], Any] | None = None,
 ) -> RolloutBatch:
     """N independent episodes per task, one response per turn (GRPO, GiGPO, MATPO, and
     evaluation with N = 1). Samples are every turn of every episode."""
     if not isinstance(episodes_per_task, int) or episodes_per_task < 1:
         raise ValueError(f"episodes_per_task must be an int >= 1, got {episodes_per_task!r}")
     clock = _Clock()
-    paths = _start_paths(tasks, episodes_per_task, team, env_kwargs, make_env)
+    paths = _start_paths(tasks, episodes_per_task, team, env_kwargs)
     rng = np.random.default_rng(seed)
     while live := [path for path in paths if not path.done]:
         generations = _generate_for(live, team, 1, sampling, rng, clock)

@@ -1,15 +1,14 @@
-"""Team: role bindings and their validation, shared vs per-role, workflow graphs, acting."""
+"""Team: role bindings and their validation, shared vs per-role, turn order, acting."""
 
 from __future__ import annotations
 
-import networkx as nx
 import pytest
 
 import envs
 from agents.base import Prompt, SamplingParams
 from agents.hf import HFPolicy
 from agents.scripted import OraclePolicy, RandomPolicy
-from agents.team import RoleBinding, Team, default_workflow
+from agents.team import RoleBinding, Team
 
 ROLES = ("planner", "executor")
 
@@ -101,25 +100,16 @@ def test_modes(env, tiny, lora_policy):
     assert Team.shared(env, tiny).policies == [tiny]
 
 
-# ---------------------------------------------------------------- workflow
+# ---------------------------------------------------------------- turn order
 
 
-def test_default_workflow_is_the_turn_order_cycle(env):
+def test_turn_order_is_the_roles_order_and_check_env_demands_it(env):
     team = Team.shared(env, OraclePolicy())
-    assert set(team.workflow.edges) == {("planner", "executor"), ("executor", "planner")}
     assert team.turn_order == env.roles == ROLES
     team.check_env(env)
-    assert set(default_workflow(("solver",)).edges) == {("solver", "solver")}
-    assert Team.shared(("a", "b", "c"), OraclePolicy()).turn_order == ("a", "b", "c")
+    assert Team.shared(("a", "c", "b"), OraclePolicy()).turn_order == ("a", "c", "b")
 
-
-def test_override_reorders_turns_and_check_env_demands_turn_order():
-    cycle = nx.DiGraph([("a", "c"), ("c", "b"), ("b", "a")])
-    assert Team.shared(("a", "b", "c"), OraclePolicy(), workflow=cycle).turn_order == ("a", "c", "b")
-
-    workflow = nx.DiGraph([("executor", "planner"), ("planner", "executor")])
-    workflow.nodes["executor"]["first"] = True
-    team = Team.shared(envs.make("plan_path"), OraclePolicy(), workflow=workflow)
+    team = Team.shared(("executor", "planner"), OraclePolicy())
     assert team.turn_order == ("executor", "planner")
     with pytest.raises(
         ValueError, match=r"envs\.make\('plan_path-v1', turn_order=\('executor', 'planner'\)\)"
@@ -131,42 +121,6 @@ def test_override_reorders_turns_and_check_env_demands_turn_order():
     team.check_env(reordered)
     reordered.reset(seed=0)
     assert reordered.agent_selection == "executor_0"
-
-
-@pytest.mark.parametrize(
-    ("edges", "message"),
-    [
-        ([("planner", "planner")], r"misses role\(s\) 'executor'"),
-        (
-            [("planner", "executor"), ("executor", "coder"), ("coder", "planner")],
-            "'coder' that are not roles",
-        ),
-        ([("planner", "executor")], "'executor' has 0 successors"),
-        ([("planner", "executor"), ("executor", "executor")], "'planner' has 0 predecessors"),
-    ],
-)
-def test_invalid_two_role_workflows(edges, message):
-    with pytest.raises(ValueError, match=message):
-        Team.shared(ROLES, OraclePolicy(), workflow=nx.DiGraph(edges))
-
-
-def test_invalid_workflows_branching_and_two_cycles():
-    roles = ("a", "b", "c", "d")
-    branching = nx.DiGraph([("a", "b"), ("a", "c"), ("b", "c"), ("c", "d"), ("d", "a")])
-    with pytest.raises(ValueError, match=r"role 'a' has 2 successors \('b', 'c'\)"):
-        Team.shared(roles, OraclePolicy(), workflow=branching)
-    two_cycles = nx.DiGraph([("a", "b"), ("b", "a"), ("c", "d"), ("d", "c")])
-    with pytest.raises(ValueError, match=r"2 separate cycles \(a -> b -> a; c -> d -> c\).*one cycle"):
-        Team.shared(roles, OraclePolicy(), workflow=two_cycles)
-    self_loops = nx.DiGraph([("a", "a"), ("b", "b"), ("c", "d"), ("d", "c")])
-    with pytest.raises(ValueError, match="3 separate cycles"):
-        Team.shared(roles, OraclePolicy(), workflow=self_loops)
-    two_firsts = default_workflow(roles)
-    two_firsts.nodes["a"]["first"] = two_firsts.nodes["b"]["first"] = True
-    with pytest.raises(ValueError, match="first=True"):
-        Team.shared(roles, OraclePolicy(), workflow=two_firsts)
-    with pytest.raises(TypeError, match="DiGraph"):
-        Team.shared(roles, OraclePolicy(), workflow=nx.Graph([("a", "b")]))
 
 
 # ---------------------------------------------------------------- acting
