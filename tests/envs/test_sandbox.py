@@ -420,7 +420,10 @@ print("parent done")
 
 UNPRIVILEGED_SCRIPT = r"""
 import importlib.util, json, os, subprocess, sys
-spec = importlib.util.spec_from_file_location("sandbox", sys.argv[1])
+package = sys.argv[1]  # a copy of the envs/sandbox package, imported on its own
+spec = importlib.util.spec_from_file_location(
+    "sandbox", os.path.join(package, "__init__.py"), submodule_search_locations=[package]
+)
 sb = importlib.util.module_from_spec(spec); sys.modules["sandbox"] = sb; spec.loader.exec_module(sb)
 try:
     layers = sb.isolation_layers()
@@ -462,7 +465,7 @@ def test_unprivileged_host_user(namespaces, marker):
     copy_dir = tempfile.mkdtemp()
     try:
         os.chmod(copy_dir, 0o755)
-        module = shutil.copy(sandbox.__file__, copy_dir)
+        module = shutil.copytree(os.path.dirname(sandbox.__file__), os.path.join(copy_dir, "sandbox"))
         proc = subprocess.run(
             ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", python, "-c", UNPRIVILEGED_SCRIPT,
              module, marker],
