@@ -5,7 +5,7 @@ A team binds every role of an env (``"planner"``, ``"executor"``, ...) to a
 prompt. Three common shapes have constructors:
 
 * ``Team.shared(env, policy)``: one policy plays every role (adapter ``None``); roles
-  differ by their prompts only. ``team.mode == "shared"``.
+  differ by their prompts only. ``team.policy_layout == "shared"``.
 * ``Team.per_role(env, policy)``: one LoRA adapter per role on one ``HFPolicy`` (adapter
   name = role name; make the policy with ``HFPolicy(..., adapters=env.roles)``).
 * ``Team.per_role_models(env, {role: policy})``: separate full models.
@@ -201,7 +201,7 @@ class Team:
 
     # ------------------------------------------------------------------ properties
     @property
-    def mode(self) -> str:
+    def policy_layout(self) -> str:
         """``"shared"``: every role is the same policy object with adapter ``None``;
         ``"per_role"`` otherwise (adapters, separate models, or a mix)."""
         bindings = list(self.bindings.values())
@@ -273,4 +273,4 @@ class Team:
         parts = ", ".join(
             f"{r}={b.policy.name}" + (f"[{b.adapter}]" if b.adapter else "") for r, b in self.bindings.items()
         )
-        return f"Team({parts}; mode={self.mode}, turn_order={self.turn_order})"
+        return f"Team({parts}; layout={self.policy_layout}, turn_order={self.turn_order})"

@@ -1,6 +1,6 @@
 """The rows of an evaluation table: which policy plays each role, and where models come from.
 
-A row is a ``TeamSpec``: a team variant (``mas`` / ``single``) and a policy kind per role:
+A row is a ``RowSpec``: a team variant (``mas`` / ``single``) and a policy kind per role:
 
 * ``model``: the evaluated model (``--model``; a training run's trained weights when
   ``--model`` or ``--adapters`` names a run or checkpoint);
@@ -27,7 +27,7 @@ from agents.scripted import OraclePolicy, RandomPolicy
 from agents.team import RoleBinding, Team
 from benchmarks.eval_config import ConfigError, EvalConfig
 
-__all__ = ["TeamSpec", "team_rows", "PolicyBank", "NotApplicable", "is_training_run"]
+__all__ = ["RowSpec", "team_rows", "PolicyBank", "NotApplicable", "is_training_run"]
 
 
 class NotApplicable(Exception):
@@ -35,7 +35,7 @@ class NotApplicable(Exception):
 
 
 @dataclass(frozen=True)
-class TeamSpec:
+class RowSpec:
     """One row: a team variant and the policy kind of each role (``default`` for the rest)."""
 
     name: str
@@ -63,7 +63,7 @@ def _model_label(config: EvalConfig) -> str:
     return path.parent.parent.name + "@" + path.name if path.parent.name == "checkpoints" else path.name
 
 
-def team_rows(config: EvalConfig) -> list[TeamSpec]:
+def team_rows(config: EvalConfig) -> list[RowSpec]:
     """Baseline rows first (random, oracle, model single, model mas), then the main row;
     a baseline identical to the main row is not repeated."""
     label = _model_label(config)
@@ -71,12 +71,12 @@ def team_rows(config: EvalConfig) -> list[TeamSpec]:
     main_name = f"{label} {config.team}"
     if overrides:
         main_name += " (" + ", ".join(f"{role}={kind}" for role, kind in overrides) + ")"
-    main = TeamSpec(main_name, config.team, "model", overrides)
+    main = RowSpec(main_name, config.team, "model", overrides)
     candidates = {
-        "random": TeamSpec(f"random {config.team}", config.team, "random"),
-        "oracle": TeamSpec(f"oracle {config.team}", config.team, "oracle"),
-        "single": TeamSpec(f"{label} single", "single", "model"),
-        "mas": TeamSpec(f"{label} mas", "mas", "model"),
+        "random": RowSpec(f"random {config.team}", config.team, "random"),
+        "oracle": RowSpec(f"oracle {config.team}", config.team, "oracle"),
+        "single": RowSpec(f"{label} single", "single", "model"),
+        "mas": RowSpec(f"{label} mas", "mas", "model"),
     }
     rows = [candidates[name] for name in ("random", "oracle", "single", "mas") if name in config.baselines]
     rows = [
@@ -204,7 +204,7 @@ class PolicyBank:
         # vLLM merged serving cannot serve the base weights next to the merged ones.
         return self.trained().config.lora and not getattr(policy, "merged", False)
 
-    def team(self, spec: TeamSpec, env: Any) -> Team:
+    def team(self, spec: RowSpec, env: Any) -> Team:
         """``spec``'s team on ``env``'s roles.
 
         Raises:

@@ -47,7 +47,7 @@ import envs
 from agents.base import SamplingParams
 from benchmarks.eval_config import ConfigError, EvalConfig
 from benchmarks.eval_report import Cell, Column, markdown_tables, write_plots, write_results
-from benchmarks.eval_teams import NotApplicable, PolicyBank, TeamSpec, team_rows
+from benchmarks.eval_teams import NotApplicable, PolicyBank, RowSpec, team_rows
 from trainers.cli import config_to_dict, parse_overrides
 from trainers.config import env_preset
 from trainers.evaluation import EVAL_SEED, benchmark_metrics, check_eval_tasks, evaluate_tasks
@@ -183,7 +183,7 @@ def _sampling(config: EvalConfig, env_id: str) -> SamplingParams:
 
 
 def _run_cell(
-    config: EvalConfig, bank: PolicyBank, spec: TeamSpec, column: Column, out_dir: Path, bar
+    config: EvalConfig, bank: PolicyBank, spec: RowSpec, column: Column, out_dir: Path, bar
 ) -> Cell:
     cell = Cell(spec.name, column)
     setup = EnvSetup(column.env_id, spec.variant, column_env_kwargs(config, column))
@@ -237,7 +237,7 @@ def package_versions() -> dict[str, str | None]:
 
 
 def _header(
-    config: EvalConfig, bank: PolicyBank, rows: list[TeamSpec], columns: list[Column], command: str | None
+    config: EvalConfig, bank: PolicyBank, rows: list[RowSpec], columns: list[Column], command: str | None
 ) -> dict[str, Any]:
     env_info = {}
     for column in columns:

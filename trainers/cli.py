@@ -8,6 +8,11 @@ section, so the config stays the single place where options are declared and exp
 Every option defaults to ``argparse.SUPPRESS``: parsing returns only what the user typed, and the
 caller layers those overrides on top of the dataclass defaults (or a resumed run's config).
 :func:`config_to_dict` / :func:`config_from_dict` write and read the resolved config as JSON.
+
+Why not tyro (which also reads attribute docstrings): a resumed run must know which flags were
+*given*, since only those override its saved config, and the JSON-object flags
+(``--env-kwargs``, ``--estimator-kwargs``) and the ``--x none`` spelling of optional fields
+need their own parsing either way; what remains of this module is that, plus the sections.
 """
 
 from __future__ import annotations

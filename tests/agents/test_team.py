@@ -77,7 +77,7 @@ def test_adapter_the_policy_lacks_names_the_fix(env, tiny):
 
 def test_per_role_adapters(env, lora_policy):
     team = Team.per_role(env, lora_policy, system_prompts={"planner": "You plan."})
-    assert team.mode == "per_role"
+    assert team.policy_layout == "per_role"
     assert {r: b.adapter for r, b in team.bindings.items()} == {"planner": "planner", "executor": "executor"}
     assert (
         team.bindings["planner"].system_prompt == "You plan."
@@ -91,12 +91,13 @@ def test_per_role_adapters(env, lora_policy):
 
 
 def test_modes(env, tiny, lora_policy):
-    assert Team.shared(env, tiny).mode == "shared"
-    assert Team.shared(env, lora_policy).mode == "shared"  # adapters exist but are not used
-    assert Team.shared(env, tiny, system_prompts={"planner": "A", "executor": "B"}).mode == "shared"
-    assert Team.per_role_models(env, {"planner": tiny, "executor": HFPolicy("tiny-test")}).mode == "per_role"
+    assert Team.shared(env, tiny).policy_layout == "shared"
+    assert Team.shared(env, lora_policy).policy_layout == "shared"  # adapters exist but are not used
+    assert Team.shared(env, tiny, system_prompts={"planner": "A", "executor": "B"}).policy_layout == "shared"
+    separate = Team.per_role_models(env, {"planner": tiny, "executor": HFPolicy("tiny-test")})
+    assert separate.policy_layout == "per_role"
     mixed = Team(env, {"planner": OraclePolicy(), "executor": tiny})
-    assert mixed.mode == "per_role" and len(mixed.policies) == 2
+    assert mixed.policy_layout == "per_role" and len(mixed.policies) == 2
     assert Team.shared(env, tiny).policies == [tiny]
 
 
