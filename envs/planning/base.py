@@ -107,6 +107,21 @@ class PlanningGame:
     instructions: Callable[[str, int], str]
     brief_instructions: Callable[[str], tuple[str, str]] | None = None
 
+    @classmethod
+    def from_modules(cls, levels: Any, game: Any, prompts: Any) -> PlanningGame:
+        """The game a planning env's package defines by convention: ``levels.PRESETS`` and
+        ``levels.generate_level``, ``game.solve``, and ``prompts.parse_moves``,
+        ``format_moves``, ``instructions`` (and ``brief_instructions`` if it has them)."""
+        return cls(
+            presets=levels.PRESETS,
+            generate_level=levels.generate_level,
+            solve=game.solve,
+            parse_moves=prompts.parse_moves,
+            format_moves=prompts.format_moves,
+            instructions=prompts.instructions,
+            brief_instructions=getattr(prompts, "brief_instructions", None),
+        )
+
 
 class PlanningEnv(TextAECEnv):
     """Planner/executor env over a ``Puzzle``. Subclasses set ``GAME`` (and

@@ -24,8 +24,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from envs.planning.base import PlanningEnv, PlanningGame
-from envs.planning.plan_path import game, prompts
-from envs.planning.plan_path.levels import PRESETS, generate_level
+from envs.planning.plan_path import game, levels, prompts
 
 __all__ = ["PlanPathEnv"]
 
@@ -34,12 +33,4 @@ class PlanPathEnv(PlanningEnv):
     """Grid path-finding for a planner/executor team (see module docstring)."""
 
     metadata: ClassVar[dict[str, Any]] = {**PlanningEnv.metadata, "name": "plan_path_v0"}
-    GAME = PlanningGame(
-        presets=PRESETS,
-        generate_level=generate_level,
-        solve=game.solve,
-        parse_moves=prompts.parse_moves,
-        format_moves=prompts.format_moves,
-        instructions=prompts.instructions,
-        brief_instructions=prompts.brief_instructions,
-    )
+    GAME = PlanningGame.from_modules(levels, game, prompts)

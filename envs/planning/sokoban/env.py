@@ -42,8 +42,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from envs.planning.base import PlanningEnv, PlanningGame
-from envs.planning.sokoban import game, prompts
-from envs.planning.sokoban.levels import PRESETS, generate_level
+from envs.planning.sokoban import game, levels, prompts
 
 __all__ = ["SokobanEnv"]
 
@@ -52,12 +51,4 @@ class SokobanEnv(PlanningEnv):
     """Box pushing for a planner/executor team (see module docstring)."""
 
     metadata: ClassVar[dict[str, Any]] = {**PlanningEnv.metadata, "name": "sokoban_v0"}
-    GAME = PlanningGame(
-        presets=PRESETS,
-        generate_level=generate_level,
-        solve=game.solve,
-        parse_moves=prompts.parse_moves,
-        format_moves=prompts.format_moves,
-        instructions=prompts.instructions,
-        brief_instructions=prompts.brief_instructions,
-    )
+    GAME = PlanningGame.from_modules(levels, game, prompts)

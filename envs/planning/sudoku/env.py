@@ -34,8 +34,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from envs.planning.base import PlanningEnv, PlanningGame
-from envs.planning.sudoku import game, prompts
-from envs.planning.sudoku.levels import PRESETS, generate_level
+from envs.planning.sudoku import game, levels, prompts
 
 __all__ = ["SudokuEnv"]
 
@@ -44,14 +43,7 @@ class SudokuEnv(PlanningEnv):
     """Sudoku for a planner/executor team (see module docstring)."""
 
     metadata: ClassVar[dict[str, Any]] = {**PlanningEnv.metadata, "name": "sudoku_v0"}
-    GAME = PlanningGame(
-        presets=PRESETS,
-        generate_level=generate_level,
-        solve=game.solve,
-        parse_moves=prompts.parse_moves,
-        format_moves=prompts.format_moves,
-        instructions=prompts.instructions,
-    )
+    GAME = PlanningGame.from_modules(levels, game, prompts)
     DEFAULT_MAX_MOVES_PER_TURN = 81  # a whole 9x9 solution fits in one answer
     DEFAULT_MAX_CYCLES = 6
 
