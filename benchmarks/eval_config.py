@@ -2,7 +2,7 @@
 
 Every field has a docstring (``--help`` is built from them by ``trainers.cli``); validation
 errors name the field and the fix. Fields left at ``None`` are filled per env from the
-trainer's env presets (``trainers.config.ENV_PRESETS``), so a trained team is evaluated
+env's training preset (``TRAINING``, ``envs.TrainingPreset``), so a trained team is evaluated
 with the reply length it trained with.
 """
 
@@ -32,6 +32,9 @@ class EvalConfig(BackendConfig):
     """Env id(s) to evaluate, e.g. sokoban plan_path-v0 (module:id imports your env's module first)."""
     suite: str | None = None
     """Evaluate every registered env of a suite: planning, math, code, ... (metadata['suite']), or all."""
+    imports: tuple[str, ...] = ()
+    """Modules to import first, e.g. guess_env: the envs they register join --suite (on the Python path:
+    the working directory or PYTHONPATH)."""
     difficulty: tuple[str, ...] = ()
     """Difficulty presets per env (e.g. easy medium) or all; one column each (none: the env's default)."""
     env_kwargs: dict = field(default_factory=dict)

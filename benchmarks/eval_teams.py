@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -63,12 +64,18 @@ def _model_label(config: EvalConfig) -> str:
     return path.parent.parent.name + "@" + path.name if path.parent.name == "checkpoints" else path.name
 
 
-def team_rows(config: EvalConfig) -> list[RowSpec]:
+def team_rows(config: EvalConfig, roles: Iterable[str] = ()) -> list[RowSpec]:
     """Baseline rows first (random, oracle, model single, model mas), then the main row;
-    a baseline identical to the main row is not repeated."""
+    a baseline identical to the main row is not repeated.
+
+    ``roles``: the main team's roles on the evaluated envs. The main row's label names what
+    plays each role: ``--roles`` overrides in brackets, prefixed with the model when the model
+    plays any role (no model name when scripted policies play them all)."""
     label = _model_label(config)
     overrides = tuple(sorted(tuple(item.split("=", 1)) for item in config.roles))
-    main_name = f"{label} {config.team}"
+    kinds = {role: dict(overrides).get(role, "model") for role in roles}
+    model_plays = not kinds or any(kind in ("model", "base") for kind in kinds.values())
+    main_name = f"{label} {config.team}" if model_plays else config.team
     if overrides:
         main_name += " (" + ", ".join(f"{role}={kind}" for role, kind in overrides) + ")"
     main = RowSpec(main_name, config.team, "model", overrides)

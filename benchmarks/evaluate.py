@@ -123,16 +123,20 @@ def select_columns(config: EvalConfig) -> list[Column]:
     """The env columns: ``--env`` ids or the ``--suite``'s envs, times ``--difficulty``
     (none given: the env preset's difficulty, e.g. easy)."""
     try:
+        for module in config.imports:
+            envs.import_env_module(module)
         env_ids = [envs.spec(e).id for e in config.env] if config.env else _suite_env_ids(config.suite)
     except KeyError as err:
         raise ConfigError(f"env: {err.args[0]}") from None
+    except ImportError as err:  # envs.EnvModuleError: one line naming the module and the fix
+        raise ConfigError(str(err)) from None
     columns = []
     for env_id in dict.fromkeys(env_ids):
         presets = tuple(getattr(type(envs.make(env_id)), "DIFFICULTIES", ()))
         if not presets:
             columns.append(Column(env_id))
             continue
-        wanted = config.difficulty or (env_preset(envs.spec(env_id).name)["env_kwargs"].get("difficulty"),)
+        wanted = config.difficulty or (env_preset(env_id)["env_kwargs"].get("difficulty"),)
         if wanted == ("all",):
             wanted = presets
         unknown = [d for d in wanted if d not in presets and d is not None]
@@ -149,7 +153,7 @@ def column_env_kwargs(config: EvalConfig, column: Column) -> dict[str, Any]:
     (e.g. easy, ``max_cycles=2``) at the preset's own difficulty, the env's registered
     defaults (a horizon long enough for every level) at other difficulties, then
     ``--env-kwargs``."""
-    preset = dict(env_preset(envs.spec(column.env_id).name)["env_kwargs"])
+    preset = dict(env_preset(column.env_id)["env_kwargs"])
     if column.difficulty is not None and column.difficulty != preset.get("difficulty"):
         preset = {}
     if column.difficulty is not None:
@@ -170,7 +174,7 @@ def seed_tasks(config: EvalConfig, env_id: str, seed: int) -> list[TaskKey]:
 
 # ---------------------------------------------------------------------------- one cell
 def _sampling(config: EvalConfig, env_id: str) -> SamplingParams:
-    preset = env_preset(envs.spec(env_id).name)
+    preset = env_preset(env_id)
     temperature = config.temperature
     if temperature is None:
         temperature = 0.0 if config.samples == 1 else preset["temperature"]
@@ -287,7 +291,8 @@ def run_evaluation(config: EvalConfig, command: str | None = None) -> EvalResult
     from tqdm.auto import tqdm
 
     columns = select_columns(config)
-    rows = team_rows(config)
+    roles = {role for c in columns for role in (envs.spec(c.env_id).teams or {}).get(config.team, ())}
+    rows = team_rows(config, roles)
     bank = PolicyBank(config)
     if bank.checkpoint_path and any(row.uses_model for row in rows):
         bank.trained()  # a run that does not fit the flags fails here, before anything is written
@@ -324,7 +329,8 @@ def main(argv: Sequence[str] | None = None) -> EvalResults:
         argv,
         prog="python -m benchmarks.evaluate",
         description=(__doc__ or "").split("\n\n")[0],
-        epilog="Fields left at None take the env preset's value (trainers/config.py: ENV_PRESETS).",
+        epilog="Fields left at None take the env's training preset (its TRAINING, envs.TrainingPreset).",
+        aliases={"imports": ["--import"]},
     )
     try:
         config = EvalConfig(**overrides)

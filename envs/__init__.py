@@ -9,15 +9,19 @@ Built-in envs are registered here with *string* entry points, so ``import envs``
 only numpy, gymnasium, pettingzoo and networkx; each env module loads on ``make``.
 """
 
-from envs.core import StepOutcome, TextAECEnv
-from envs.registration import EnvSpec, make, register, registered_ids, spec
+from envs.core import StepOutcome, TextAECEnv, TrainingPreset
+from envs.registration import EnvModuleError, EnvSpec, import_env_module, make, register, registered_ids, spec
 from envs.splits import TEST_SEED_START, split_of, split_seeds, validation_seeds
 
 __all__ = [
+    "EnvModuleError",
     "EnvSpec",
     "StepOutcome",
     "TEST_SEED_START",
     "TextAECEnv",
+    "TrainingPreset",
+    "check_env",
+    "import_env_module",
     "make",
     "register",
     "registered_ids",
@@ -26,6 +30,16 @@ __all__ = [
     "split_seeds",
     "validation_seeds",
 ]
+
+
+def __getattr__(name: str):
+    # check_env loads on first use: importing envs.check here would make ``python -m
+    # envs.check`` find its own module already imported (runpy's RuntimeWarning).
+    if name == "check_env":
+        from envs.check import check_env
+
+        return check_env
+    raise AttributeError(f"module 'envs' has no attribute {name!r}")
 
 # Planning envs. Bump -vN whenever prompts, grammar, rules or rewards change. Each env class
 # holds its own horizon (``DEFAULT_MAX_CYCLES``: 10 cycles, 6 for Sudoku, 3 for math and

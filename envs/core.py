@@ -14,9 +14,11 @@ what a response does. This class owns everything the PettingZoo API and RL need:
   ``local/<name>``; cumulative rewards as PettingZoo expects;
 * invalid actions never raise: ``invalid_action="penalize"`` (``local/invalid`` =
   ``-invalid_penalty``, turn consumed) or ``"terminate"`` (penalty, then the episode ends
-  for everyone: PettingZoo classic semantics). Non-string actions, empty, huge or
-  non-ASCII text are all just text to parse; text longer than ``max_action_chars`` is cut
-  to that length first;
+  for everyone: PettingZoo classic semantics). Any ``str`` is text to parse (empty, huge,
+  non-ASCII; longer than ``max_action_chars`` is cut to that length first); anything else
+  (``None``, bytes, numbers) is an invalid action;
+* feedback: ``StepOutcome.feedback`` is shown at the end of the actor's next prompt
+  (``feedback_line``; ``APPEND_FEEDBACK = False`` lets ``_prompt`` place it);
 * truncation of every agent after ``max_cycles`` full cycles of the turn order;
 * ``render()`` (``"ansi"`` returns the text, ``"human"`` prints it; with no render_mode
   it returns the text too, since text is always cheap to render);
@@ -24,9 +26,10 @@ what a response does. This class owns everything the PettingZoo API and RL need:
   (hashable game-state key, for GiGPO anchor groups).
 
 Info of every live agent after each step: ``legal_moves`` (list of move strings for
-that agent now), ``invalid_action`` (its last action was invalid), ``reward_terms``,
-``success``, ``task_seed``, ``split``, ``turn`` (completed cycles) and ``feedback`` (what
-the env said about that agent's last action).
+that agent now), ``invalid_action`` (its last action was invalid) and ``feedback`` (what
+the env said about its last action), both kept until that agent acts again,
+``reward_terms`` (of this step), ``success``, ``task_seed``, ``split`` and ``turn``
+(completed cycles). ``envs.check_env`` checks all of this for any env.
 """
 
 from __future__ import annotations
@@ -45,7 +48,7 @@ from pettingzoo import AECEnv
 
 from envs.splits import check_seed, split_range
 
-__all__ = ["TextAECEnv", "StepOutcome", "to_ascii", "role_of", "INVALID_ACTION_MODES"]
+__all__ = ["TextAECEnv", "StepOutcome", "TrainingPreset", "to_ascii", "role_of", "INVALID_ACTION_MODES"]
 
 PRINTABLE = string.printable
 _PRINTABLE_SET = frozenset(PRINTABLE)
@@ -93,12 +96,83 @@ class StepOutcome:
     feedback: str = ""
 
 
+@dataclass(frozen=True)
+class TrainingPreset:
+    """How ``python -m trainers.at_grpo --env <this env>`` trains when the user sets nothing
+    (``trainers.sft`` and ``benchmarks.evaluate`` read the same values). An env class declares
+    its own as ``TRAINING = TrainingPreset(...)``; the defaults are sized for a 2-core laptop
+    CPU and the default 135M model: a training step in a few minutes.
+
+    Attributes:
+        max_new_tokens: Longest reply in tokens: enough for one answer in the env's grammar
+            (a reply of moves needs ~16, a program ~200); longer replies mostly add junk.
+        temperature: Sampling temperature of training rollouts. 0.7: at 1.0 the 135M model's
+            replies are mostly invalid, and all-invalid groups carry no advantage.
+        tasks_per_step: Training tasks per step.
+        max_cycles: The training horizon in full cycles of the turn order (None: the env's
+            ``DEFAULT_MAX_CYCLES``). 2: a first answer and a fix after feedback; each
+            further cycle of a small model's replies mostly adds invalid turns and time.
+        env_kwargs: Other ``envs.make`` arguments for training, e.g. ``{"difficulty": "easy"}``.
+        steps: Training steps.
+        eval_every: Evaluate on held-out tasks every N steps (and before and after).
+        eval_tasks: Held-out tasks per evaluation.
+    """
+
+    max_new_tokens: int = 32
+    temperature: float = 0.7
+    tasks_per_step: int = 4
+    max_cycles: int | None = 2
+    env_kwargs: dict[str, Any] = field(default_factory=dict)
+    steps: int = 10
+    eval_every: int = 5
+    eval_tasks: int = 16
+
+    def __post_init__(self) -> None:
+        for name in ("max_new_tokens", "tasks_per_step", "steps", "eval_tasks"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < 1:
+                raise ValueError(f"TrainingPreset.{name} must be a positive int, got {value!r}")
+        if self.max_cycles is not None and (not isinstance(self.max_cycles, int) or self.max_cycles < 1):
+            raise ValueError(f"TrainingPreset.max_cycles must be an int >= 1 or None: {self.max_cycles!r}")
+        if not self.temperature > 0:
+            raise ValueError(f"TrainingPreset.temperature must be > 0, got {self.temperature!r}")
+        if not isinstance(self.eval_every, int) or self.eval_every < 0:
+            raise ValueError(f"TrainingPreset.eval_every must be an int >= 0, got {self.eval_every!r}")
+        for reserved in ("team", "split", "max_cycles"):
+            if reserved in self.env_kwargs:
+                where = "the max_cycles field" if reserved == "max_cycles" else "the trainer"
+                raise ValueError(f"TrainingPreset.env_kwargs may not set {reserved!r}; {where} sets it")
+
+    def make_kwargs(self) -> dict[str, Any]:
+        """The ``envs.make`` arguments training uses: ``env_kwargs`` and the horizon."""
+        horizon = {} if self.max_cycles is None else {"max_cycles": self.max_cycles}
+        return {**self.env_kwargs, **horizon}
+
+
 class TextAECEnv(AECEnv):
     """Base class: turn-based text environment for a team of LLM roles.
 
-    Subclasses set ``metadata["name"]``, ``TEAMS`` (team variant -> roles in turn order)
-    and implement the ``_start_task``, ``_prompt``, ``_act``, ``_legal_moves``,
-    ``_state_key`` and ``_render_text`` hooks.
+    A subclass sets ``metadata["name"]`` (and ``metadata["suite"]`` to join a
+    ``benchmarks.evaluate --suite``), ``TEAMS`` (team variant -> roles in turn order),
+    ``DEFAULT_MAX_CYCLES``, optionally ``DIFFICULTIES`` and ``TRAINING``, and implements
+    six hooks (underscored, so ``help()`` lists them only here):
+
+    * ``_start_task(task_seed)``: set up the task, deterministic in the seed (use
+      ``np.random.default_rng(task_seed)`` or ``envs.splits.generate_in_split``);
+    * ``_prompt(agent) -> str``: the full text ``agent`` sees now (the base class appends
+      ``feedback_line(agent)`` unless ``APPEND_FEEDBACK`` is False);
+    * ``_act(agent, text) -> StepOutcome``: parse and apply one reply; never raise on bad text;
+    * ``_legal_moves(agent) -> list[str]``: moves in the action grammar (``[]`` for free text);
+    * ``_state_key() -> Hashable``: the game state, no turn counter or history;
+    * ``_render_text() -> str``: a picture of the state.
+
+    Optional: ``task_fingerprint()`` (the task's content, for the split check),
+    ``oracle_response(agent) -> str`` (a perfect reply: the oracle row and check), extra
+    constructor options (``difficulty``...) passed on with ``**kwargs`` to ``__init__``.
+    Hooks may read ``self.transcript`` (``(agent, reply)`` pairs, replies cut to printable
+    ASCII), ``self.roles`` (turn order), ``self.turn``, ``self.infos``, ``self.split``,
+    ``self.task_seed``. ``envs.check_env`` checks the result; the README's "Register your
+    own environment" is a complete example.
 
     Args:
         team: Team variant, a key of ``TEAMS`` (``"mas"``: the env's multi-role team;
@@ -128,7 +202,14 @@ class TextAECEnv(AECEnv):
     # The env's horizon when neither make() nor the registration sets max_cycles: every env
     # class states its own (one place, so direct construction and envs.make agree).
     DEFAULT_MAX_CYCLES: ClassVar[int] = 20
+    # How the training command trains this env when the user sets nothing (TrainingPreset).
+    TRAINING: ClassVar[TrainingPreset] = TrainingPreset()
     spec = None  # the EnvSpec when built by envs.make (like Gymnasium)
+    # The base class shows each agent what the env said about its last answer
+    # (``StepOutcome.feedback``): ``observe`` appends ``feedback_line(agent)`` to ``_prompt``'s
+    # text. An env that places the line itself (the built-ins put it before their final
+    # instruction, where a small model reads it best) sets this False and calls feedback_line.
+    APPEND_FEEDBACK: ClassVar[bool] = True
     # Attributes a clone shares with its original instead of copying: immutable task data.
     CLONE_SHARED_ATTRS: ClassVar[tuple[str, ...]] = ("spec",)
 
@@ -264,10 +345,11 @@ class TextAECEnv(AECEnv):
         self.success = False
         self.transcript: list[tuple[str, str]] = []  # (agent, response as shown to others)
         self._feedback = dict.fromkeys(self.agents, "")
+        self._last_invalid = dict.fromkeys(self.agents, False)
         self._skip_agent_selection = None
         self._start_task(self.task_seed)
         self.agent_selection = self.agents[0]
-        self.infos = {agent: self._info(agent, {}, invalid=False) for agent in self.agents}
+        self.infos = {agent: self._info(agent, {}) for agent in self.agents}
 
     @property
     def turn(self) -> int:
@@ -275,7 +357,10 @@ class TextAECEnv(AECEnv):
         return self.num_steps // len(self.possible_agents)
 
     def observe(self, agent: str) -> dict[str, str]:
-        prompt = to_ascii(self._prompt(agent))
+        prompt = self._prompt(agent)
+        if self.APPEND_FEEDBACK and (line := self.feedback_line(agent)):
+            prompt = f"{prompt}\n\n{line}"
+        prompt = to_ascii(prompt)
         if len(prompt) > self.max_prompt_chars:
             prompt = prompt[-self.max_prompt_chars :]  # the state and question are at the end
         return {"prompt": prompt}
@@ -287,7 +372,7 @@ class TextAECEnv(AECEnv):
             return
         text = self._action_text(action)
         outcome = (
-            StepOutcome(invalid=True, feedback="Your response was not text.")
+            StepOutcome(invalid=True, feedback=f"Your response was not text (got {type(action).__name__}).")
             if text is None
             else self._act(agent, text)
         )
@@ -301,6 +386,7 @@ class TextAECEnv(AECEnv):
         team = {f"team/{name}": float(value) for name, value in outcome.team.items()}
         team_total = self.alpha * sum(team.values())
         self._feedback[agent] = outcome.feedback
+        self._last_invalid[agent] = outcome.invalid
         if outcome.terminated or (outcome.invalid and self.invalid_action == "terminate"):
             self.terminations = dict.fromkeys(self.agents, True)
         elif self.num_steps >= self.max_cycles * len(self.possible_agents):
@@ -310,23 +396,30 @@ class TextAECEnv(AECEnv):
             is_actor = other == agent
             terms = {**team, **local} if is_actor else dict(team)
             self.rewards[other] = team_total + (sum(local.values()) if is_actor else 0.0)
-            self.infos[other] = self._info(other, terms, invalid=is_actor and outcome.invalid)
+            self.infos[other] = self._info(other, terms)
         self._accumulate_rewards()
         self.agent_selection = self.possible_agents[self.num_steps % len(self.possible_agents)]
         self._deads_step_first()
 
     def _action_text(self, action: Any) -> str | None:
-        if isinstance(action, bytes):
-            action = action.decode("utf-8", errors="replace")
-        if not isinstance(action, str):  # None, numbers, arrays: invalid, not a crash
+        # Only str is text: bytes, None, numbers, arrays are invalid actions, not a crash and
+        # not guessed at (decoding bytes would pick an encoding for the caller).
+        if not isinstance(action, str):
             return None
         return str(action)[: self.max_action_chars]
 
-    def _info(self, agent: str, reward_terms: dict[str, float], invalid: bool) -> dict[str, Any]:
+    def feedback_line(self, agent: str) -> str:
+        """``"Result of your last answer: <feedback>"``, or ``""`` when the env said nothing
+        about ``agent``'s last answer. ``observe`` appends it to the prompt; an env with
+        ``APPEND_FEEDBACK = False`` places it in ``_prompt`` itself."""
+        feedback = self._feedback.get(agent)
+        return f"Result of your last answer: {feedback}" if feedback else ""
+
+    def _info(self, agent: str, reward_terms: dict[str, float]) -> dict[str, Any]:
         done = self.terminations[agent] or self.truncations[agent]
         return {
             "legal_moves": [] if done else self._legal_moves(agent),
-            "invalid_action": invalid,
+            "invalid_action": self._last_invalid.get(agent, False),
             "reward_terms": reward_terms,
             "success": self.success,
             "task_seed": self.task_seed,
@@ -356,6 +449,16 @@ class TextAECEnv(AECEnv):
         share a key. The acting agent is *not* part of it: group keys add it.
         """
         return self._state_key()
+
+    def task_fingerprint(self) -> str:
+        """Canonical text of the current task's content (call it right after ``reset``):
+        ``check_env`` verifies that no train task shares it with a test task.
+
+        Default: the first agent's prompt at reset, which shows the task for most envs.
+        Override it when tasks differ in content the prompt does not show (a secret number,
+        hidden tests), or return the text your level generator splits on.
+        """
+        return self.observe(self.possible_agents[0])["prompt"]
 
     def clone(self) -> TextAECEnv:
         """An independent copy of this env mid-episode (tree sampling branches on it).

@@ -23,7 +23,16 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["EnvSpec", "register", "make", "spec", "registered_ids", "parse_env_id"]
+__all__ = [
+    "EnvModuleError",
+    "EnvSpec",
+    "import_env_module",
+    "register",
+    "make",
+    "spec",
+    "registered_ids",
+    "parse_env_id",
+]
 
 _ID_PATTERN = re.compile(
     r"^(?:(?P<namespace>[a-z0-9][a-z0-9_.-]*)/)?(?P<name>[a-z][a-z0-9_]*)(?:-v(?P<version>\d+))?$"
@@ -77,6 +86,15 @@ class EnvSpec:
         teams = getattr(_load_entry_point(self.entry_point), "TEAMS", None)
         return teams if isinstance(teams, Mapping) else None
 
+    @property
+    def training(self):
+        """The env class's ``TrainingPreset`` (``TextAECEnv.TRAINING``; the defaults when the
+        entry point declares none, e.g. a factory function)."""
+        from envs.core import TrainingPreset
+
+        preset = getattr(_load_entry_point(self.entry_point), "TRAINING", None)
+        return preset if isinstance(preset, TrainingPreset) else TrainingPreset()
+
     def make(self, **kwargs: Any):
         """Build the env: spec kwargs, then ``max_cycles``, then the caller's kwargs."""
         constructor = _load_entry_point(self.entry_point)
@@ -94,6 +112,38 @@ class EnvSpec:
 
 
 _REGISTRY: dict[str, EnvSpec] = {}
+
+
+class EnvModuleError(ImportError):
+    """A module that should register envs cannot be imported; the message is one line that
+    names the module and the fix."""
+
+
+def import_env_module(module_name: str) -> None:
+    """Import the module that registers a third-party env (``"module:id"``, ``--imports``).
+
+    Raises:
+        EnvModuleError: The module is not on ``sys.path``, or importing it raised: one line
+            naming the module and the fix, instead of a long traceback.
+    """
+    try:
+        importlib.import_module(module_name)
+    except ModuleNotFoundError as err:
+        if err.name is None or not (module_name == err.name or module_name.startswith(err.name + ".")):
+            raise EnvModuleError(
+                f"importing env module {module_name!r} failed: it needs {err.name!r}, which is not "
+                f"installed (pip install it, or run python -c 'import {module_name}' to see where)"
+            ) from err
+        raise EnvModuleError(
+            f"no module {module_name!r} on the Python path: run from the directory that holds "
+            f"{module_name.replace('.', '/')}.py, or add that directory to PYTHONPATH "
+            f"(PYTHONPATH=path/to/dir python -m ...)"
+        ) from None
+    except Exception as err:  # the module's own bug: name it, and how to see the traceback
+        raise EnvModuleError(
+            f"importing env module {module_name!r} raised {type(err).__name__}: {err} "
+            f"(python -c 'import {module_name}' shows the traceback)"
+        ) from err
 
 
 def parse_env_id(env_id: str) -> tuple[str | None, str, int | None]:
@@ -170,11 +220,11 @@ def spec(id: str) -> EnvSpec:  # noqa: A002
 
     Raises:
         KeyError: With the close matches and the list of registered ids.
-        ModuleNotFoundError: ``"module:id"`` names a module that does not exist.
+        EnvModuleError: ``"module:id"`` names a module that cannot be imported.
     """
     if ":" in id:  # "module:env-id": the module registers the env when imported
         module_name, _, id = id.partition(":")
-        importlib.import_module(module_name)
+        import_env_module(module_name)
     namespace, name, version = parse_env_id(id)
     if version is not None:
         if id in _REGISTRY:

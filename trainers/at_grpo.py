@@ -371,7 +371,7 @@ def parse_train_args(argv: Sequence[str] | None = None, *, algo: str = "at_grpo"
         aliases={"num_generations": ["-K"]},
         description=(__doc__ or "").split("\n\n")[0]
         + ("" if algo == "at_grpo" else f"\nThis alias sets --algo {algo}."),
-        epilog="Fields left at None take the env preset's value (trainers/config.py: ENV_PRESETS).",
+        epilog="Fields left at None take the env's training preset (its TRAINING, envs.TrainingPreset).",
     )
 
 

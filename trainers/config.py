@@ -3,9 +3,9 @@
 Fields left at ``None`` are filled by :func:`resolve_config` from two presets:
 
 * ``ALGO_PRESETS``: what ``--algo`` means (rollout mode + advantage estimator);
-* ``ENV_PRESETS``: sizes that fit a 2-core laptop CPU with the default 135M model for each
-  built-in env (smallest difficulty, a short horizon, short replies). Envs without a
-  preset (your own) get ``GENERIC_PRESET``.
+* the env's own ``TRAINING`` preset (``envs.TrainingPreset``: reply length, temperature,
+  horizon, tasks per step, sizes), which every env class declares or inherits; the
+  built-in ones fit a 2-core laptop CPU with the default 135M model.
 
 Every field has a docstring; ``trainers.cli`` turns them into ``--help``. Validation
 errors name the field and the fix.
@@ -36,9 +36,6 @@ if TYPE_CHECKING:
 __all__ = [
     "TrainConfig",
     "ALGO_PRESETS",
-    "ENV_PRESETS",
-    "GENERIC_PRESET",
-    "TRAIN_MAX_CYCLES",
     "env_preset",
     "resolve_config",
     "estimator_options",
@@ -66,40 +63,22 @@ ALGO_PRESETS: dict[str, dict[str, Any]] = {
 LOSS_ADVANTAGE_SCALE: dict[str, str] = {"grpo": "group", "dapo": "group", "dr_grpo": "none"}
 LOSS_DYNAMIC_SAMPLING: dict[str, bool] = {"grpo": False, "dapo": True, "dr_grpo": False}
 
-# The training horizon: 2 full cycles of the turn order, shorter than each env's own
-# (``DEFAULT_MAX_CYCLES``: 10 for planning, 3 for math and code). On the easy levels two
-# planner/executor rounds leave room for a fix after feedback, while each extra cycle of the
-# 135M model's replies mostly adds invalid turns and generation time.
-TRAIN_MAX_CYCLES = 2
+def env_preset(env_id: str) -> dict[str, Any]:
+    """The training preset of an env (``envs.spec(env_id).training``) as ``TrainConfig`` field
+    values: ``env_kwargs`` (sizes and the training horizon), ``tasks_per_step``,
+    ``max_new_tokens``, ``temperature``, ``steps``, ``eval_every``, ``eval_tasks``."""
+    import envs
 
-# Sized for a 2-core CPU and SmolLM2-135M: under a minute per step, one to two per eval.
-# Temperature 0.7 and 16-token replies: at 1.0 the 135M model's replies are ~98% invalid
-# (all-invalid groups carry no advantage), and longer replies mostly add junk after the moves.
-GENERIC_PRESET: dict[str, Any] = {
-    "env_kwargs": {},
-    "tasks_per_step": 4,
-    "max_new_tokens": 64,
-    "temperature": 1.0,
-    "steps": 10,
-    "eval_every": 5,
-    "eval_tasks": 16,
-}
-_SMALL_CPU = {**GENERIC_PRESET, "temperature": 0.7}
-_EASY = {"difficulty": "easy", "max_cycles": TRAIN_MAX_CYCLES}
-ENV_PRESETS: dict[str, dict[str, Any]] = {
-    "sokoban": {**_SMALL_CPU, "env_kwargs": _EASY, "max_new_tokens": 16},
-    "plan_path": {**_SMALL_CPU, "env_kwargs": _EASY, "max_new_tokens": 16},
-    "sudoku": {**_SMALL_CPU, "env_kwargs": _EASY, "max_new_tokens": 48},
-    # Reasoning envs: replies hold a program or a worked answer, so they get more tokens; the
-    # sandbox runs each program in a separate process (about 0.1 s on top of generation).
-    "math": {**_SMALL_CPU, "env_kwargs": {"max_cycles": TRAIN_MAX_CYCLES}, "max_new_tokens": 96},
-    "code": {**_SMALL_CPU, "env_kwargs": {"max_cycles": TRAIN_MAX_CYCLES}, "max_new_tokens": 192},
-}
-
-
-def env_preset(env_name: str) -> dict[str, Any]:
-    """The preset of an env (its name without version; ``GENERIC_PRESET`` for envs without one)."""
-    return ENV_PRESETS.get(env_name, GENERIC_PRESET)
+    preset = envs.spec(env_id).training
+    return {
+        "env_kwargs": preset.make_kwargs(),
+        "tasks_per_step": preset.tasks_per_step,
+        "max_new_tokens": preset.max_new_tokens,
+        "temperature": preset.temperature,
+        "steps": preset.steps,
+        "eval_every": preset.eval_every,
+        "eval_tasks": preset.eval_tasks,
+    }
 
 
 @dataclass(frozen=True)
@@ -392,8 +371,8 @@ def _check_estimator(config: TrainConfig) -> None:
 
     try:
         teams = envs.spec(config.env).teams
-    except (KeyError, ValueError):
-        return  # an unknown env id: resolve_config names it
+    except (KeyError, ValueError, ImportError):
+        return  # an unknown env id or module: resolve_config names it
     if teams is not None and config.team in teams:
         check_required_role(config, teams[config.team], teams)
 
@@ -423,6 +402,8 @@ def _env_name(env_id: str) -> str:
         return envs.spec(env_id).name
     except KeyError as err:
         raise ConfigError(f"env={env_id!r} is not registered: {err.args[0]}") from None
+    except ImportError as err:  # envs.EnvModuleError: "module:id" names a module that cannot be imported
+        raise ConfigError(f"env={env_id!r}: {err}") from None
 
 
 def resolve_config(config: TrainConfig) -> TrainConfig:

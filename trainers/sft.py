@@ -398,7 +398,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         argv,
         prog="python -m trainers.sft",
         description=(__doc__ or "").split("\n\n")[0],
-        epilog="Fields left at None take the env preset's value (trainers/config.py: ENV_PRESETS).",
+        epilog="Fields left at None take the env's training preset (its TRAINING, envs.TrainingPreset).",
     )
     try:
         config = (

@@ -178,7 +178,7 @@ SFT_RESUMABLE_OVERRIDES = frozenset(
 
 
 def resolve_sft_config(config: SFTConfig) -> SFTConfig:
-    """Fill the preset fields: the training command's env preset (``trainers.config.ENV_PRESETS``:
+    """Fill the preset fields: the env's training preset (``envs.TrainingPreset``:
     env_kwargs and max_new_tokens, so demonstrations have the shape of its rollouts) and the lr
     default."""
     preset = env_preset(_env_name(config.env))

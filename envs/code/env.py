@@ -54,7 +54,7 @@ from typing import Any, ClassVar
 
 from envs.code.data import CODE_SOURCES, DEFAULT_TEST_SOURCE, DEFAULT_TRAIN_SOURCE, CodeTask
 from envs.code.harness import TestReport, run_function_tests, run_io_tests, run_task
-from envs.core import StepOutcome, TextAECEnv, role_of, to_ascii
+from envs.core import StepOutcome, TextAECEnv, TrainingPreset, role_of, to_ascii
 from envs.parsing import extract_code
 from envs.sandbox import SandboxLimits
 from envs.tasks import SourcedEnv
@@ -110,8 +110,10 @@ class CodeEnv(SourcedEnv):
     """
 
     metadata: ClassVar[dict[str, Any]] = {**TextAECEnv.metadata, "name": "code_v0", "suite": "code"}
+    APPEND_FEEDBACK = False  # _prompt places feedback_line() before the final instruction
     TEAMS: ClassVar[dict[str, tuple[str, ...]]] = {"mas": ("coder", "tester"), "single": ("coder",)}
     DEFAULT_MAX_CYCLES: ClassVar[int] = 3
+    TRAINING: ClassVar[TrainingPreset] = TrainingPreset(max_new_tokens=192)  # a whole function
     SOURCES = CODE_SOURCES
 
     def __init__(
@@ -176,9 +178,8 @@ class CodeEnv(SourcedEnv):
             parts += ["", "The coder's latest code:", "```python", to_ascii(self.code, max_chars=3000), "```"]
         if role == "coder" and self.failures:
             parts += ["", "Your code failed the tester's tests:", *self.failures]
-        feedback = self._feedback.get(agent)
-        if feedback:
-            parts += ["", f"Result of your last answer: {feedback}"]
+        if feedback := self.feedback_line(agent):
+            parts += ["", feedback]
         return "\n".join(parts)
 
     def _legal_moves(self, agent: str) -> list[str]:

@@ -47,7 +47,7 @@ from __future__ import annotations
 from collections.abc import Hashable
 from typing import Any, ClassVar
 
-from envs.core import StepOutcome, TextAECEnv, role_of, to_ascii
+from envs.core import StepOutcome, TextAECEnv, TrainingPreset, role_of, to_ascii
 from envs.math.checking import answers_match, extract_boxed, extract_printed_answer, looks_like_prose
 from envs.math.data import DEFAULT_TEST_SOURCE, DEFAULT_TRAIN_SOURCE, MATH_SOURCES, MathTask
 from envs.parsing import extract_answer, extract_code
@@ -86,8 +86,10 @@ class MathEnv(SourcedEnv):
     """
 
     metadata: ClassVar[dict[str, Any]] = {**TextAECEnv.metadata, "name": "math_v0", "suite": "math"}
+    APPEND_FEEDBACK = False  # _prompt places feedback_line() before the final instruction
     TEAMS: ClassVar[dict[str, tuple[str, ...]]] = {"mas": ("tool", "reasoner"), "single": ("solver",)}
     DEFAULT_MAX_CYCLES: ClassVar[int] = 3
+    TRAINING: ClassVar[TrainingPreset] = TrainingPreset(max_new_tokens=96)  # a program or a worked answer
     SOURCES = MATH_SOURCES
 
     def __init__(
@@ -132,9 +134,8 @@ class MathEnv(SourcedEnv):
                 parts += ["", "The tool agent has no result yet."]
         if role == "tool" and self.answers.get("reasoner"):
             parts += ["", f"The reasoner's answer so far: {self.answers['reasoner']}"]
-        feedback = self._feedback.get(agent)
-        if feedback:
-            parts += ["", f"Result of your last answer: {feedback}"]
+        if feedback := self.feedback_line(agent):
+            parts += ["", feedback]
         parts += ["", "Answer in a ```python block." if role == "tool" else "Answer with \\boxed{...}."]
         return "\n".join(parts)
 

@@ -41,7 +41,7 @@ from typing import Any, ClassVar, Protocol
 
 import numpy as np
 
-from envs.core import StepOutcome, TextAECEnv, role_of, to_ascii
+from envs.core import StepOutcome, TextAECEnv, TrainingPreset, role_of, to_ascii
 from envs.parsing import extract_answer
 from envs.splits import generate_in_split
 
@@ -141,7 +141,10 @@ class PlanningEnv(TextAECEnv):
     """
 
     metadata: ClassVar[dict[str, Any]] = {**TextAECEnv.metadata, "suite": "planning"}
+    APPEND_FEEDBACK = False  # _prompt places feedback_line() before the final instruction
     DEFAULT_MAX_CYCLES: ClassVar[int] = 10
+    # Easy levels and 16-token replies (a few moves) fit a laptop CPU and the 135M model.
+    TRAINING: ClassVar[TrainingPreset] = TrainingPreset(max_new_tokens=16, env_kwargs={"difficulty": "easy"})
     TEAMS: ClassVar[dict[str, tuple[str, ...]]] = {
         "mas": ("planner", "executor"),
         "single": ("solver",),
@@ -242,9 +245,8 @@ class PlanningEnv(TextAECEnv):
         if role == "executor":
             plan = self._last_message_from("planner")
             parts += ["", "The planner says:", plan if plan is not None else "(nothing yet)"]
-        feedback = self._feedback.get(agent)
-        if feedback:
-            parts += ["", f"Result of your last answer: {feedback}"]
+        if feedback := self.feedback_line(agent):
+            parts += ["", feedback]
         parts += ["", "Put your moves inside <answer>...</answer>."]
         return "\n".join(parts)
 
@@ -257,9 +259,8 @@ class PlanningEnv(TextAECEnv):
         if role == "executor":
             plan = self._last_message_from("planner")
             parts.append(f"The planner's plan: {plan if plan is not None else '(none yet)'}")
-        feedback = self._feedback.get(agent)
-        if feedback:
-            parts.append(f"Result of your last answer: {feedback}")
+        if feedback := self.feedback_line(agent):
+            parts.append(feedback)
         parts.append(f"{job} Answer as <answer>moves</answer>, at most {self.max_moves_per_turn} moves.")
         return "\n".join(parts)
 

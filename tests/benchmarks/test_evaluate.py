@@ -119,12 +119,16 @@ def test_an_interrupted_evaluation_keeps_its_finished_cells(tmp_path, monkeypatc
 def test_roles_mix_policies_in_one_flag(tmp_path):
     args = ("--env", "plan_path", "--baselines", "--roles", "planner=random", "executor=oracle")
     results = main(tiny(tmp_path, *args))
-    assert results.rows == ["tiny-test mas (executor=oracle, planner=random)"]
+    assert results.rows == ["mas (executor=oracle, planner=random)"]
     cell = results.cell(results.rows[0], "plan_path", "easy")
     assert cell.mean["success"] == 1.0  # the executor's moves decide; the planner only advises
     assert cell.mean["tokens_per_episode"] == 0.0  # no model played
     swapped = main(tiny(tmp_path, *args[:3], "--roles", "planner=oracle", "executor=random", name="swapped"))
     assert swapped.cell(swapped.rows[0], "plan_path", "easy").mean["success"] < 1.0
+    # The label says what played each role: no model name when no model played.
+    assert swapped.rows == ["mas (executor=random, planner=oracle)"]
+    half = main(tiny(tmp_path, *args[:3], "--roles", "planner=oracle", name="half"))
+    assert half.rows == ["tiny-test mas (planner=oracle)"]  # the model plays the executor
 
 
 def test_rows_that_cannot_play_an_env_are_na(tmp_path):
@@ -147,11 +151,31 @@ def test_rows_that_cannot_play_an_env_are_na(tmp_path):
 def test_the_readme_example_env_is_evaluated_like_a_built_in(tmp_path):
     import_readme_example(tmp_path)
     results = main(tiny(tmp_path, "--env", "guess_env:mylab/guess", "--max-new-tokens", "16"))
-    assert [c.env_id for c in results.columns] == ["mylab/guess-v0"]
-    assert results.cell("oracle mas", "mylab/guess").skipped  # it has no exact solver
+    assert [c.label for c in results.columns] == ["mylab/guess-v0 (easy)"]  # its TRAINING preset's size
+    assert results.cell("oracle mas", "mylab/guess").mean["success"] == 1.0  # its oracle_response
     for row in ("random mas", "tiny-test single", "tiny-test mas"):
         assert results.cell(row, "mylab/guess").skipped is None
         assert 0.0 <= results.cell(row, "mylab/guess").mean["success"] <= 1.0
+
+
+def test_an_imported_modules_env_joins_its_suite(tmp_path):
+    import_readme_example(tmp_path)
+    results = main(tiny(tmp_path, "--suite", "games", "--import", "guess_env", "--baselines", "oracle"))
+    assert "mylab/guess-v0" in [c.env_id for c in results.columns]  # found through metadata["suite"]
+    assert results.cell("oracle mas", "mylab/guess").mean["success"] == 1.0
+
+
+def test_an_unimportable_env_module_is_one_line_naming_the_fix(tmp_path, capsys):
+    for args in (
+        ["--env", "no_such_module:mylab/guess"],
+        ["--suite", "games", "--imports", "no_such_module"],
+    ):
+        with pytest.raises(SystemExit) as exit_info:
+            main(tiny(tmp_path, *args))
+        assert exit_info.value.code == 2
+        error = capsys.readouterr().err.strip()
+        assert len(error.splitlines()) == 1, error
+        assert "no module 'no_such_module'" in error and "PYTHONPATH" in error
 
 
 # ---------------------------------------------------------------------------- pass@k, difficulty
@@ -197,7 +221,7 @@ def test_help_lists_every_field_and_group(capsys):
     [
         ([], "exactly one of --env"),
         (["--env", "sokoban", "--suite", "planning"], "exactly one of --env"),
-        (["--suite", "nosuchsuite"], "suites with envs: code, math, planning"),
+        (["--suite", "nosuchsuite"], "suites with envs: code, "),
         (["--env", "sokobann"], "Did you mean"),
         (["--env", "sokoban", "--split", "train"], "only plays held-out tasks"),
         (["--env", "sokoban", "--task-seeds", "5"], "evaluation never plays training tasks"),

@@ -95,3 +95,95 @@ def test_roles_must_be_one_lowercase_word():
 
     with pytest.raises(ValueError, match=r"roles must be one lowercase word, got \['web_agent'\]"):
         BadRoles()
+
+
+# ---------------------------------------------------------------------------- item 4 of issue 19
+class EchoEnv(envs.TextAECEnv):
+    """Two roles; an answer "bad" is invalid, anything else gets feedback naming it."""
+
+    metadata = {**envs.TextAECEnv.metadata, "name": "echo_v0"}
+    TEAMS = {"mas": ("first", "second")}
+
+    def _start_task(self, task_seed):
+        self.count = 0
+
+    def _prompt(self, agent):
+        return f"You are {agent}. Say something."
+
+    def _act(self, agent, text):
+        if text == "bad":
+            return envs.StepOutcome(invalid=True, feedback="That was bad.")
+        self.count += 1
+        return envs.StepOutcome(feedback=f"You said {text!r}.")
+
+    def _legal_moves(self, agent):
+        return []
+
+    def _state_key(self):
+        return self.count
+
+    def _render_text(self):
+        return str(self.count)
+
+
+def test_feedback_reaches_the_actors_next_prompt():
+    env = EchoEnv()
+    env.reset(seed=0)
+    assert env.observe("first_0")["prompt"] == "You are first_0. Say something."  # nothing said yet
+    env.step("hello")
+    prompt = env.observe("first_0")["prompt"]
+    assert prompt.endswith("\n\nResult of your last answer: You said 'hello'.")
+    assert "Result" not in env.observe("second_0")["prompt"]  # only the actor's own feedback
+    assert env.infos["first_0"]["feedback"] == "You said 'hello'."
+
+
+def test_builtin_envs_place_feedback_themselves_once():
+    env = envs.make("plan_path")
+    env.reset(seed=0)
+    env.step("no answer")
+    prompt = env.observe("planner_0")["prompt"]
+    assert prompt.count("Result of your last answer:") == 1
+    assert prompt.rstrip().endswith("at most 10 moves.")  # the final instruction stays last
+
+
+def test_invalid_action_flag_lasts_until_the_agent_acts_again():
+    env = EchoEnv()
+    env.reset(seed=0)
+    env.step("bad")
+    assert env.infos["first_0"]["invalid_action"] is True
+    env.step("fine")  # the other agent acts
+    assert env.infos["first_0"]["invalid_action"] is True  # still about first_0's last action
+    assert env.infos["first_0"]["feedback"] == "That was bad."  # same lifetime as the feedback
+    assert env.infos["second_0"]["invalid_action"] is False
+    env.step("fine")
+    assert env.infos["first_0"]["invalid_action"] is False
+
+
+@pytest.mark.parametrize("action", [b"hello", None, 7, {"text": "hi"}], ids=["bytes", "None", "int", "dict"])
+def test_only_str_actions_are_text(action):
+    env = EchoEnv()
+    env.reset(seed=0)
+    env.step(action)
+    assert env.infos["first_0"]["invalid_action"] is True
+    assert env.infos["first_0"]["feedback"] == f"Your response was not text (got {type(action).__name__})."
+    assert env.transcript[-1] == ("first_0", "")
+
+
+def test_hooks_are_listed_by_help():
+    import pydoc
+
+    text = pydoc.render_doc(envs.TextAECEnv)
+    for hook in ("_start_task", "_prompt", "_act", "_legal_moves", "_state_key", "_render_text"):
+        assert hook in text
+
+
+def test_training_preset_errors_name_the_field():
+    with pytest.raises(ValueError, match="TrainingPreset.max_new_tokens"):
+        envs.TrainingPreset(max_new_tokens=0)
+    with pytest.raises(ValueError, match="may not set 'split'"):
+        envs.TrainingPreset(env_kwargs={"split": "test"})
+    assert envs.TrainingPreset(env_kwargs={"difficulty": "easy"}).make_kwargs() == {
+        "difficulty": "easy",
+        "max_cycles": 2,
+    }
+    assert envs.TrainingPreset(max_cycles=None).make_kwargs() == {}

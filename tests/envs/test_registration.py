@@ -109,6 +109,12 @@ def test_module_prefix_imports_the_registering_module_first(scratch_ids, tmp_pat
     env = envs.make("scratch_envs_mod:scratch/imported")
     assert env.spec.id == "scratch/imported-v0" and env.max_cycles == 4
     assert envs.spec("scratch_envs_mod:scratch/imported-v0").id == "scratch/imported-v0"
-    with pytest.raises(ModuleNotFoundError):
+    with pytest.raises(envs.EnvModuleError, match="no module 'no_such_module_xyz' on the Python path"):
         envs.make("no_such_module_xyz:scratch/imported")
+    (tmp_path / "needs_dep_mod.py").write_text("import no_such_dependency_xyz\n")
+    with pytest.raises(envs.EnvModuleError, match="needs 'no_such_dependency_xyz', which is not installed"):
+        envs.spec("needs_dep_mod:scratch/x")
+    (tmp_path / "buggy_env_mod.py").write_text("1 / 0\n")
+    with pytest.raises(envs.EnvModuleError, match="raised ZeroDivisionError"):
+        envs.spec("buggy_env_mod:scratch/x")
     sys.modules.pop("scratch_envs_mod", None)

@@ -225,6 +225,22 @@ def test_resume_after_kill_gives_the_uninterrupted_metrics(tmp_path):
 
 
 @pytest.mark.slow
+def test_the_readme_env_trains_with_its_own_preset_from_its_directory(tmp_path):
+    from tests.envs.conftest import EXAMPLE_MODULE, readme_example_source
+
+    (tmp_path / f"{EXAMPLE_MODULE}.py").write_text(readme_example_source())
+    args = ["--env", "guess_env:mylab/guess", "--model", "tiny-test", "--steps", "1", "--eval-tasks", "2"]
+    done = run_module("trainers.at_grpo", [*args, "--no-progress", "--run-name", "guess"], cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    config = json.loads((tmp_path / "runs" / "guess" / "config.json").read_text())
+    # GuessEnv.TRAINING: 8-token replies, easy secrets; TrainingPreset's defaults for the rest.
+    assert config["max_new_tokens"] == 8 and config["temperature"] == 0.7
+    assert config["env_kwargs"] == {"difficulty": "easy", "max_cycles": 2}
+    (step,) = read_jsonl(tmp_path / "runs" / "guess" / "metrics.jsonl")
+    assert step["samples"] > 0
+
+
+@pytest.mark.slow
 def test_bare_training_command_runs_with_the_default_model(tmp_path):
     done = run_module("trainers.at_grpo", ["--env", "sokoban", "--steps", "1"], cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]

@@ -21,8 +21,20 @@ def test_presets_fill_what_was_not_given_and_explicit_values_win():
     )
     assert (config.rollout, config.estimator, config.steps, config.lr) == ("plain", "gigpo", 3, 1e-5)
     assert config.env_kwargs["difficulty"] == "medium" and "max_cycles" in config.env_kwargs
-    generic = resolve_config(TrainConfig(env=TEST_ENV))  # an env without a preset
-    assert generic.tasks_per_step and generic.max_new_tokens
+    generic = resolve_config(TrainConfig(env=TEST_ENV))  # an env that declares no TRAINING
+    assert (generic.max_new_tokens, generic.temperature, generic.env_kwargs) == (32, 0.7, {"max_cycles": 2})
+
+
+def test_an_env_class_declares_its_training_preset():
+    import envs
+
+    class Declared(type(envs.make(TEST_ENV))):
+        TRAINING = envs.TrainingPreset(max_new_tokens=5, temperature=0.3, tasks_per_step=2, max_cycles=None)
+
+    envs.register("test/declared-v0", Declared)
+    config = resolve_config(TrainConfig(env="test/declared", max_new_tokens=7))
+    assert (config.max_new_tokens, config.temperature, config.tasks_per_step) == (7, 0.3, 2)  # flags win
+    assert config.env_kwargs == {}  # max_cycles=None: the env's own horizon
 
 
 @pytest.mark.parametrize(

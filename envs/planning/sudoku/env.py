@@ -33,6 +33,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+from envs.core import TrainingPreset
 from envs.planning.base import PlanningEnv, PlanningGame
 from envs.planning.sudoku import game, levels, prompts
 
@@ -46,6 +47,7 @@ class SudokuEnv(PlanningEnv):
     GAME = PlanningGame.from_modules(levels, game, prompts)
     DEFAULT_MAX_MOVES_PER_TURN = 81  # a whole 9x9 solution fits in one answer
     DEFAULT_MAX_CYCLES = 6
+    TRAINING = TrainingPreset(max_new_tokens=48, env_kwargs={"difficulty": "easy"})  # 6 fills
 
     def _legal_moves_text(self, agent: str) -> str:
         """Compact form of the legal fills: each empty cell with its allowed digits, e.g.
