@@ -50,7 +50,16 @@ from envs.core import TextAECEnv
 from envs.registration import EnvSpec, spec
 from envs.splits import SPLITS, split_of, split_range
 
-__all__ = ["CHECKS", "CheckReport", "CheckResult", "EnvUnderCheck", "check_env", "run_check", "main"]
+__all__ = [
+    "CHECKS",
+    "CheckReport",
+    "CheckResult",
+    "EnvUnderCheck",
+    "check_env",
+    "run_check",
+    "subjects",
+    "main",
+]
 
 # Warnings PettingZoo's tools emit for any env whose observations are dicts of text and whose
 # spaces are Text (they assume numeric Box/Discrete spaces). Any other warning fails a check.
@@ -653,6 +662,16 @@ def check_env(
     return report
 
 
+def _json_object(text: str) -> dict[str, Any]:
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise argparse.ArgumentTypeError(f'not JSON ({err}); e.g. \'{{"difficulty": "hard"}}\'') from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError('must be a JSON object, e.g. \'{"difficulty": "hard"}\'')
+    return value
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m envs.check",
@@ -661,7 +680,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("env", help="env id, or module:id to import the module that registers it first")
     parser.add_argument("--team", nargs="+", help="team variants to check (default: all)")
     parser.add_argument("--split", choices=SPLITS, default="train", help="the split the env is made for")
-    parser.add_argument("--env-kwargs", type=json.loads, default={}, help="constructor arguments as JSON")
+    parser.add_argument("--env-kwargs", type=_json_object, default={}, help="constructor arguments as JSON")
     parser.add_argument("--checks", nargs="+", choices=list(CHECKS), help="run only these checks")
     args = parser.parse_args(argv)
     try:
