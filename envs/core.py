@@ -109,9 +109,10 @@ class TrainingPreset:
         temperature: Sampling temperature of training rollouts. 0.7: at 1.0 the 135M model's
             replies are mostly invalid, and all-invalid groups carry no advantage.
         tasks_per_step: Training tasks per step.
-        max_cycles: The training horizon in full cycles of the turn order (None: the env's
-            ``DEFAULT_MAX_CYCLES``). 2: a first answer and a fix after feedback; each
-            further cycle of a small model's replies mostly adds invalid turns and time.
+        max_cycles: The training horizon in full cycles of the turn order (None, or not
+            shorter than the env's ``DEFAULT_MAX_CYCLES``: the env's own horizon). 2: a
+            first answer and a fix after feedback; each further cycle of a small model's
+            replies mostly adds invalid turns and time.
         env_kwargs: Other ``envs.make`` arguments for training, e.g. ``{"difficulty": "easy"}``.
         steps: Training steps.
         eval_every: Evaluate on held-out tasks every N steps (and before and after).
@@ -143,10 +144,14 @@ class TrainingPreset:
                 where = "the max_cycles field" if reserved == "max_cycles" else "the trainer"
                 raise ValueError(f"TrainingPreset.env_kwargs may not set {reserved!r}; {where} sets it")
 
-    def make_kwargs(self) -> dict[str, Any]:
-        """The ``envs.make`` arguments training uses: ``env_kwargs`` and the horizon."""
-        horizon = {} if self.max_cycles is None else {"max_cycles": self.max_cycles}
-        return {**self.env_kwargs, **horizon}
+    def make_kwargs(self, env_max_cycles: int | None = None) -> dict[str, Any]:
+        """The ``envs.make`` arguments training uses: ``env_kwargs`` and the horizon, which is
+        left out when the env's own (``env_max_cycles``) is no longer: a preset shortens an
+        env's episodes, never lengthens them."""
+        horizon = self.max_cycles
+        if horizon is None or (env_max_cycles is not None and horizon >= env_max_cycles):
+            return dict(self.env_kwargs)
+        return {**self.env_kwargs, "max_cycles": horizon}
 
 
 class TextAECEnv(AECEnv):

@@ -69,9 +69,10 @@ def env_preset(env_id: str) -> dict[str, Any]:
     ``max_new_tokens``, ``temperature``, ``steps``, ``eval_every``, ``eval_tasks``."""
     import envs
 
-    preset = envs.spec(env_id).training
+    spec = envs.spec(env_id)
+    preset = spec.training
     return {
-        "env_kwargs": preset.make_kwargs(),
+        "env_kwargs": preset.make_kwargs(spec.default_max_cycles),
         "tasks_per_step": preset.tasks_per_step,
         "max_new_tokens": preset.max_new_tokens,
         "temperature": preset.temperature,

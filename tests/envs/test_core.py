@@ -187,3 +187,5 @@ def test_training_preset_errors_name_the_field():
         "max_cycles": 2,
     }
     assert envs.TrainingPreset(max_cycles=None).make_kwargs() == {}
+    assert envs.TrainingPreset().make_kwargs(env_max_cycles=1) == {}  # never longer than the env's own
+    assert envs.TrainingPreset().make_kwargs(env_max_cycles=8) == {"max_cycles": 2}
