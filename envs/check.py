@@ -209,7 +209,7 @@ def _play(env: TextAECEnv, actions: Callable[[TextAECEnv, str], Any], seed: int,
     return log
 
 
-def _step_texts(env: TextAECEnv, texts: Iterable[Any]) -> None:
+def step_texts(env: TextAECEnv, texts: Iterable[Any]) -> None:
     """Feed ``texts`` as the acting agents' actions; after each, every reward is finite and
     every observation inside its space."""
     for text in texts:
@@ -479,7 +479,7 @@ def check_hostile_text(subject: EnvUnderCheck) -> str:
         env = subject.make()
         env.reset(seed=subject.seed(0))
         try:
-            _step_texts(env, [text] * (2 * len(env.possible_agents)))
+            step_texts(env, [text] * (2 * len(env.possible_agents)))
         except Exception as err:
             raise AssertionError(f"hostile text #{i} {text[:40]!r}: {type(err).__name__}: {err}") from err
     return f"{len(HOSTILE_TEXTS)} hostile texts (empty, 100k chars, non-ASCII, code, tags)"
@@ -494,7 +494,7 @@ def check_fuzzed_text(subject: EnvUnderCheck, examples: int = 40) -> str:
         env = subject.make()
         env.reset(seed=subject.seed(7))
         try:
-            _step_texts(env, texts)
+            step_texts(env, texts)
         except Exception as err:
             raise AssertionError(
                 f"fuzz example {example} {texts!r:.300}: {type(err).__name__}: {err}"

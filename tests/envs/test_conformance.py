@@ -8,7 +8,6 @@ hypothesis fuzz and the split error messages.
 
 from __future__ import annotations
 
-import math
 import subprocess
 import sys
 import tempfile
@@ -19,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import envs
-from envs.check import CHECKS, run_check, subjects
+from envs.check import CHECKS, run_check, step_texts, subjects
 from tests.envs.conftest import import_readme_example
 
 import_readme_example(Path(tempfile.mkdtemp(prefix="teamgym-readme-")))
@@ -55,14 +54,7 @@ def test_hypothesis_fuzzed_action_text_never_raises(env_id, texts):
     for team in envs.spec(env_id).teams:
         env = envs.make(env_id, team=team)
         env.reset(seed=7)
-        for text in texts:
-            if not env.agents:
-                break
-            agent = env.agent_selection
-            env.step(None if (env.terminations[agent] or env.truncations[agent]) else text)
-            for other in env.agents:
-                assert math.isfinite(env.rewards[other])
-                assert env.observation_space(other).contains(env.observe(other))
+        step_texts(env, texts)  # rewards finite, observations in their space
 
 
 # ------------------------------------------------------------ split errors
