@@ -1,26 +1,27 @@
-"""Sandbox throughput: ``envs.sandbox`` pool vs one at a time, and per-run overhead vs a bare
-``subprocess.run([sys.executable, "-c", code])``, measured side by side in one run.
+"""Sandbox cost: the isolated mode (bubblewrap, the default) next to the old namespace
+layers and the opt-in fallback, and next to a bare interpreter, measured side by side in one
+run.
 
-    python -m benchmarks.sandbox                  # ~15 s on 2 cores
+    python -m benchmarks.sandbox                  # ~30 s on 2 cores
     python -m benchmarks.sandbox --n 8 --workers 2
-    python -m benchmarks.sandbox --fallback       # the no-namespaces layers
 
 Programs: a trivial ``print`` and a HumanEval-style task (a function plus a check()
-with asserts), the shape of what an RL rollout executes. For each program:
+with asserts), the shape of what an RL rollout executes. For each program, one at a time
+(the kinds interleaved, so drift in machine load hits them alike), mean wall ms of:
 
-* ``bare ms``: mean wall time of ``subprocess.run([sys.executable, "-c", code])``,
-  one at a time (the baseline); ``bare -S ms``: the same with ``-S`` (no ``site``
-  processing), the interpreter startup the sandbox itself uses, so ``sandbox ms`` minus
-  it is the cost of the isolation layers alone. The one-at-a-time runs of the three
-  kinds are interleaved, so drift in machine load hits them alike;
-* ``sandbox ms``: mean wall time of ``run_python(code)``, one at a time; ``overhead`` =
-  sandbox ms / bare ms (>1: the sandbox is slower);
-* ``seq/s`` and ``pool/s``: executions per second one at a time and through
-  ``SandboxPool(workers).map``; ``speed-up`` = pool/s / seq/s.
+* ``bare``: ``subprocess.run([sys.executable, "-S", "-c", code])``: interpreter startup
+  with no isolation (the sandbox also starts with ``-S``);
+* ``unshare``: the same inside ``unshare --pid --net --fork --kill-child --mount-proc``
+  (``--user --map-root-user`` when not root): what the sandbox's previous isolation (its
+  own namespace code, removed in favour of bubblewrap) cost at least, as a baseline
+  command;
+* ``fallback``: ``run_python(code)`` in the opt-in fallback (rlimits, audit hook,
+  watchdog);
+* ``isolated``: ``run_python(code)`` in the default isolated mode.
 
-With namespaces, a run's startup includes creating a network namespace, which now and
-then waits for the kernel's asynchronous cleanup of earlier ones (tens of ms): the
-one-at-a-time figures are noisier than the fallback's, and the pool hides that wait.
+``iso/unshare`` and ``iso/fallback`` are the ratios of the isolated mode's time to those
+(>1: isolation costs more). ``pool/s`` are executions per second through
+``SandboxPool(workers).map`` in each mode.
 """
 
 from __future__ import annotations
@@ -62,34 +63,63 @@ print("passed")
 '''
 
 PROGRAMS = {"print": "print('hello')", "humaneval": HUMANEVAL_STYLE}
+MODES = {  # sandbox mode -> the environment variables that select it
+    "isolated": {sandbox.NAMESPACES_ENV: "1"},
+    "fallback": {sandbox.NAMESPACES_ENV: "0", sandbox.ALLOW_HOST_ACCESS_ENV: "1"},
+}
 
 
-def run_bare(code: str, flags: tuple[str, ...] = ()) -> float:
-    """Seconds for one ``subprocess.run([sys.executable, *flags, "-c", code])``."""
+def unshare_prefix() -> list[str]:
+    user = [] if os.geteuid() == 0 else ["--user", "--map-root-user"]
+    return ["unshare", *user, "--pid", "--net", "--fork", "--kill-child", "--mount-proc", "--"]
+
+
+def run_command(command: list[str]) -> float:
+    """Seconds for one ``subprocess.run(command)``."""
     start = time.perf_counter()
-    done = subprocess.run([sys.executable, *flags, "-c", code], capture_output=True, timeout=60)
+    done = subprocess.run(command, capture_output=True, timeout=60)
     elapsed = time.perf_counter() - start
     if done.returncode != 0:
-        raise RuntimeError(f"baseline failed: {done.stderr.decode(errors='replace')}")
+        raise RuntimeError(f"baseline {command[0]} failed: {done.stderr.decode(errors='replace')}")
     return elapsed
 
 
-def run_sandboxed(code: str) -> float:
-    """Seconds for one ``run_python(code)``."""
-    start = time.perf_counter()
-    result = run_python(code)
-    elapsed = time.perf_counter() - start
+class mode_settings:
+    """Switch the sandbox's mode (environment variables) for a block, then restore them."""
+
+    def __init__(self, mode: str) -> None:
+        self.settings = MODES[mode]
+
+    def __enter__(self) -> None:
+        self.saved = {name: os.environ.get(name) for name in self.settings}
+        os.environ.update(self.settings)
+
+    def __exit__(self, *exc_info: object) -> None:
+        for name, value in self.saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+def run_sandboxed(code: str, mode: str) -> float:
+    """Seconds for one ``run_python(code)`` in ``mode``."""
+    with mode_settings(mode):
+        start = time.perf_counter()
+        result = run_python(code)
+        elapsed = time.perf_counter() - start
     if not result.ok:
-        raise RuntimeError(f"sandboxed run failed ({result.reason}): {result.stderr}")
+        raise RuntimeError(f"sandboxed run failed ({mode}, {result.reason}): {result.stderr}")
     return elapsed
 
 
-def time_pool(code: str, n: int, workers: int) -> float:
+def time_pool(code: str, n: int, workers: int, mode: str) -> float:
     """Executions per second through ``SandboxPool(workers).map`` (pool start included)."""
-    start = time.perf_counter()
-    with SandboxPool(workers=workers) as pool:
-        results = pool.map([SandboxJob(code)] * n)
-    elapsed = time.perf_counter() - start
+    with mode_settings(mode):
+        start = time.perf_counter()
+        with SandboxPool(workers=workers) as pool:
+            results = pool.map([SandboxJob(code)] * n)
+        elapsed = time.perf_counter() - start
     failed = [r for r in results if not r.ok]
     if failed:
         raise RuntimeError(f"{len(failed)} pooled runs failed, e.g. {failed[0].reason}: {failed[0].stderr}")
@@ -97,23 +127,23 @@ def time_pool(code: str, n: int, workers: int) -> float:
 
 
 def measure(code: str, n: int, workers: int) -> dict:
-    """One-at-a-time runs of the three kinds interleaved (machine noise hits all alike),
-    then the pool."""
-    run_python(code)  # warm the page cache and the sandbox's probes, untimed
-    bare = bare_nosite = seq = 0.0
+    """One-at-a-time runs of the four kinds interleaved, then the pools."""
+    bare = [sys.executable, "-S", "-c", code]
+    for mode in MODES:
+        run_sandboxed(code, mode)  # warm the page cache and the sandbox's probes, untimed
+    run_command([*unshare_prefix(), *bare])
+    total = dict.fromkeys(("bare_s", "unshare_s", "fallback_s", "isolated_s"), 0.0)
     for _ in range(n):
-        bare += run_bare(code) / n
-        bare_nosite += run_bare(code, ("-S",)) / n
-        seq += run_sandboxed(code) / n
-    pool_rate = time_pool(code, n, workers)
+        total["bare_s"] += run_command(bare) / n
+        total["unshare_s"] += run_command([*unshare_prefix(), *bare]) / n
+        total["fallback_s"] += run_sandboxed(code, "fallback") / n
+        total["isolated_s"] += run_sandboxed(code, "isolated") / n
     return {
-        "bare_s": bare,
-        "bare_nosite_s": bare_nosite,
-        "sandbox_s": seq,
-        "overhead": seq / bare,
-        "seq_per_s": 1.0 / seq,
-        "pool_per_s": pool_rate,
-        "speedup": pool_rate * seq,
+        **total,
+        "iso_vs_unshare": total["isolated_s"] / total["unshare_s"],
+        "iso_vs_fallback": total["isolated_s"] / total["fallback_s"],
+        "fallback_pool_per_s": time_pool(code, n, workers, "fallback"),
+        "isolated_pool_per_s": time_pool(code, n, workers, "isolated"),
     }
 
 
@@ -121,53 +151,34 @@ def main(argv: list[str] | None = None) -> list[dict]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--n", type=int, default=40, help="executions per program and measurement")
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="pool threads")
-    parser.add_argument("--fallback", action="store_true", help="force the fallback (no namespaces)")
     args = parser.parse_args(argv)
     if args.n < 1 or args.workers < 1:
         parser.error("--n and --workers must be >= 1")
-
-    previous = os.environ.get(sandbox.NAMESPACES_ENV)
-    if args.fallback:
-        os.environ[sandbox.NAMESPACES_ENV] = "0"
-    try:
-        layers = sandbox.isolation_layers()
-        namespaces = "pidns" in layers
-        print(
-            f"teamgym sandbox throughput (n={args.n} per measurement, workers={args.workers}, "
-            f"{os.cpu_count()} cpus)\nisolation: {'namespaces' if namespaces else 'fallback'}: "
-            f"{', '.join(layers)}\n"
-        )
-        rows = []
-        for name, code in PROGRAMS.items():
-            rows.append({"program": name, **measure(code, args.n, args.workers)})
-    finally:
-        if args.fallback:
-            if previous is None:
-                os.environ.pop(sandbox.NAMESPACES_ENV, None)
-            else:
-                os.environ[sandbox.NAMESPACES_ENV] = previous
-
-    header = ["program", "bare ms", "bare -S ms", "sandbox ms", "overhead", "seq/s", "pool/s", "speed-up"]
+    layers = {}
+    for mode in MODES:
+        with mode_settings(mode):
+            layers[mode] = sandbox.isolation_layers()  # raises SandboxUnavailableError without bwrap
+    print(
+        f"teamgym sandbox cost (n={args.n} per measurement, workers={args.workers}, {os.cpu_count()} cpus)\n"
+        + "".join(f"{mode}: {', '.join(names)}\n" for mode, names in layers.items())
+    )
+    rows = [{"program": name, **measure(code, args.n, args.workers)} for name, code in PROGRAMS.items()]
+    header = ["program", "bare ms", "unshare ms", "fallback ms", "isolated ms", "iso/unshare", "iso/fallback",
+              "fallback pool/s", "isolated pool/s"]  # fmt: skip
     print_table(
         header,
         [
-            [
-                row["program"],
-                f"{row['bare_s'] * 1e3:.1f}",
-                f"{row['bare_nosite_s'] * 1e3:.1f}",
-                f"{row['sandbox_s'] * 1e3:.1f}",
-                f"{row['overhead']:.2f}x",
-                f"{row['seq_per_s']:.1f}",
-                f"{row['pool_per_s']:.1f}",
-                f"{row['speedup']:.2f}x",
-            ]
+            [row["program"]]
+            + [f"{row[key] * 1e3:.1f}" for key in ("bare_s", "unshare_s", "fallback_s", "isolated_s")]
+            + [f"{row['iso_vs_unshare']:.2f}x", f"{row['iso_vs_fallback']:.2f}x"]
+            + [f"{row['fallback_pool_per_s']:.1f}", f"{row['isolated_pool_per_s']:.1f}"]
             for row in rows
         ],
     )
     print(
-        "overhead = sandbox ms / bare ms (bare: subprocess.run([sys.executable, '-c', code]), which "
-        "also runs site and .pth hooks;\nthe sandbox starts with -S, so compare with bare -S ms for the "
-        "layers' own cost). speed-up = pool/s / seq/s."
+        "bare: python -S -c code, no isolation; unshare: the same in fresh pid/net/mount namespaces (the old "
+        "layers' floor);\nfallback/isolated: run_python(code) in each sandbox mode. "
+        "iso/x = isolated ms / x ms."
     )
     for row in rows:
         for key, value in row.items():

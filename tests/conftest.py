@@ -4,6 +4,9 @@
 * ``@pytest.mark.vllm`` tests are skipped when vLLM is not installed, unless
   ``TEAMGYM_REQUIRE_VLLM=1`` (``.ci/run`` sets it): then they run and fail, so CI cannot
   pass by skipping the backend it installed.
+* Without bubblewrap the sandbox refuses to run code unless the user opts in to host
+  access; the suite opts in for itself (its programs are its own), unless
+  ``TEAMGYM_REQUIRE_BWRAP=1`` (``.ci/run`` sets it): then the isolated mode must work.
 """
 
 from __future__ import annotations
@@ -12,6 +15,15 @@ import importlib.util
 import os
 
 import pytest
+
+
+def pytest_configure(config):
+    import shutil
+
+    if shutil.which("bwrap") is None:
+        if os.environ.get("TEAMGYM_REQUIRE_BWRAP") == "1":
+            raise pytest.UsageError("TEAMGYM_REQUIRE_BWRAP=1 but bwrap is not on PATH: apt install bubblewrap")
+        os.environ.setdefault("TEAMGYM_SANDBOX_ALLOW_HOST_ACCESS", "1")
 
 
 def pytest_collection_modifyitems(config, items):

@@ -12,10 +12,31 @@ runs many programs concurrently (one thread drives each child process).
 (True, '45\\n')
 
 The package: ``jobs.py`` (limits, jobs, results, reasons), ``plans.py`` (which layers this
-machine allows, probed once), ``session.py`` (one run: spawn, stream, enforce, reap,
-classify), ``processes.py`` (``/proc`` helpers), ``bootstrap.py`` (the child side: a real
-module, standard library only, run by the child interpreter from its source) and this
-file's entry points.
+machine allows, probed once), ``bwrap.py`` (the isolated mode's bubblewrap command line),
+``budget.py`` (the host's run-wide memory and process watchdog), ``session.py`` (one run:
+spawn, stream, enforce, reap, classify), ``processes.py`` (``/proc`` helpers),
+``bootstrap.py`` (the child side: a real module, standard library only, run by the child
+interpreter from its source) and this file's entry points.
+
+Modes
+-----
+* **isolated** (the default; needs bubblewrap, ``bwrap``): the program sees a minimal
+  filesystem built for it (``/usr``, the loader cache, the interpreter's own trees and
+  site-packages, all read-only; its working directory; a private ``/tmp`` and
+  ``/dev/shm``; its own ``/proc``), never the host's ``/root``, ``/home``, ``/run``,
+  ``/var/run``, ``/etc/shadow`` or socket files; fresh pid, IPC and UTS namespaces, and a
+  network namespace unless ``network``; and an unprivileged identity: as root the program
+  is switched to ``nobody`` on the host, otherwise it is uid 65534 of a user namespace
+  without capabilities (``bwrap.py`` says why bubblewrap and how).
+* **fallback** (no usable bwrap, or ``TEAMGYM_SANDBOX_NAMESPACES=0``): rlimits, the audit
+  hook, the watchdog, and ``nobody`` or dropped capabilities as root. It hides nothing from
+  a program that gets past the hook (see the residual risks), so it runs only when the user
+  opts in with ``TEAMGYM_SANDBOX_ALLOW_HOST_ACCESS=1``; otherwise every run raises
+  ``SandboxUnavailableError``, whose message says how to install bubblewrap.
+  ``TEAMGYM_SANDBOX_NAMESPACES=1`` refuses the fallback even with the opt-in.
+
+``isolation_layers()`` reports what this machine gives a run under the current settings
+(probed once per interpreter and mode, then cached).
 
 Isolation layers (``ExecResult.isolation`` names the ones a run actually had)
 -----------------------------------------------------------------------------
@@ -41,70 +62,64 @@ Always, in both modes:
   ``TEAMGYM_SANDBOX_PYTHON`` picks another interpreter (then without the host's
   site-packages).
 * ``rlimits``: RLIMIT_CPU (``cpu_s``; SIGXCPU, then SIGKILL one second later),
-  RLIMIT_AS (``memory_mb``), RLIMIT_FSIZE (``max_file_mb``; SIGXFSZ is ignored so a big
-  write fails with EFBIG), RLIMIT_CORE = 0. ``nproc``: RLIMIT_NPROC caps processes and
-  threads. The kernel never applies it to uid 0, so it is listed only when the program
-  runs under another uid (``nobody``, or a non-root host user): then the limit is
-  ``max_processes`` over the tasks that uid already had (counted in ``/proc``), or exactly
-  ``max_processes`` in a user namespace, where Linux >= 5.14 counts per namespace.
+  RLIMIT_AS (``memory_mb``, per process), RLIMIT_FSIZE (``max_file_mb``; SIGXFSZ is
+  ignored so a big write fails with EFBIG), RLIMIT_CORE = 0. ``nproc``: RLIMIT_NPROC, a
+  kernel backstop two tasks above ``max_processes`` (so the watchdog sees an overrun and
+  names it). The kernel never applies it to uid 0, so it is listed only when the program
+  runs under another uid (``nobody``, a non-root host user, or 65534 of bwrap's user
+  namespace, where Linux >= 5.14 counts per namespace); for ``nobody`` the tasks that uid
+  already had are added (counted in ``/proc`` at spawn).
+* ``budget``: the host's watchdog (``budget.py``) walks the run's process tree every 20 ms
+  and kills the run when its tasks (processes and threads) pass ``max_processes``
+  (reason ``processes``) or the summed proportional set size of its processes passes
+  ``memory_mb`` (reason ``memory``): a total for the whole program, which per-process
+  rlimits are not. It works for any user on any Linux; cgroup v2 is not used (it needs a
+  delegated subtree that containers and CI runners rarely give).
 * ``audit``: a ``sys.addaudithook`` hook installed by the bootstrap just before the
   program runs. It refuses (``PermissionError``) writes, renames, deletes, chmods, links
-  and ``sqlite3`` files outside the working directory (``/dev/null`` and the private
-  ``/dev/shm`` excepted) and opening directories outside it with ``os.open`` (a
-  directory fd would let ``dir_fd=`` calls escape the path check); reading other
-  processes' ``/proc/<pid>`` files (their environment); signalling any process outside
-  the program's own process group (``os.kill``, ``os.killpg``); creating non-``AF_UNIX``
-  sockets, connecting or sending to an address, and name lookups when ``network`` is
-  off; and more than ``max_processes`` ``os.fork`` calls in total for the run (a counter
-  in shared memory). Without a read-only filesystem it also refuses to start other
+  and ``sqlite3`` files outside the working directory (``/dev/null``, and in the isolated
+  mode the private ``/tmp`` and ``/dev/shm``, excepted) and opening directories outside
+  it with ``os.open`` (a directory fd would let ``dir_fd=`` calls escape the path check);
+  reading other processes' ``/proc/<pid>`` files (their environment); signalling any
+  process outside the program's own process group (``os.kill``, ``os.killpg``); creating
+  non-``AF_UNIX`` sockets, connecting or sending to an address, and name lookups when
+  ``network`` is off; and more than ``max_processes`` ``os.fork`` calls in total for the
+  run (a counter in shared memory). In the fallback it also refuses to start other
   programs (``os.exec*``, ``os.system``, ``subprocess``, ``os.posix_spawn``; a new
   interpreter would run without the hook) and resolving or calling C functions with
   ``ctypes``, and ``pidfd`` signalling.
 * ``nobody`` (host runs as root): the program runs as uid/gid 65534 with no
   supplementary groups, and the working directory is chowned to it. Root's files and
-  processes are then out of reach and ``nproc`` applies. It is used only when nobody
-  can read the interpreter (a probe run checks; a Python installed under ``/root`` is
-  not), otherwise the program stays uid 0 and ``nocaps`` is used instead.
+  processes are then out of reach and ``nproc`` applies. In the fallback it is used only
+  when nobody can read the interpreter (a probe run checks; a Python installed under
+  ``/root`` is not), otherwise the program stays uid 0 and ``nocaps`` is used instead;
+  in the isolated mode the interpreter's trees are bound where nobody can reach them.
 * ``nocaps``: every capability dropped (bounding set too); with ``no_new_privs``, which
   every run sets, setuid binaries cannot give them back.
 
-With namespaces (``unshare`` works; the default when it does):
+Isolated mode only: ``bwrap`` (bubblewrap built the run), ``pidns`` (a fresh pid namespace
+with its own ``/proc``: the program cannot see or signal any outside process; the
+bootstrap's pid 1 reaps orphans and, when the program ends, exits, upon which the kernel
+kills everything left in the namespace, daemons included), ``ipcns`` (System V IPC and
+POSIX message queues of its own), ``netns`` (only a down loopback, when ``network`` is
+off: no TCP, no abstract Unix sockets of the host), ``minfs`` (the minimal filesystem
+above), ``userns`` (a non-root host: bwrap's user namespace, in which the program may not
+create another). With them the program may start other programs: they are contained too.
 
-* ``userns``: ``unshare --user --map-root-user`` when the program does not switch to
-  nobody (the host uid appears as root inside, without capabilities once the program
-  starts). ``netns``: a fresh network namespace (only a down loopback) when ``network``
-  is off (creating one takes a few ms, at times tens while the kernel still cleans up
-  earlier ones). ``pidns``: a fresh pid namespace with its own ``/proc``: the program cannot see
-  or signal any outside process; the bootstrap's pid 1 reaps orphans and, when the
-  program ends, exits, upon which the kernel kills everything left in the namespace
-  (daemons included). ``rofs``: a private mount namespace in which every mount is
-  read-only (``mount_setattr(AT_RECURSIVE)``) except the working directory (a writable
-  bind mount) and a fresh size-capped tmpfs on ``/dev/shm``. With ``rofs`` and a pid
-  namespace the program may start other programs: they are contained too.
-
-Fallback (no namespaces: ``unshare`` missing or refused, e.g. Ubuntu's AppArmor
-restriction of unprivileged user namespaces, or ``TEAMGYM_SANDBOX_NAMESPACES=0``): the
-layers above minus ``userns``/``netns``/``pidns``/``rofs``. The child sets
-``PR_SET_PDEATHSIG`` so it dies with the host thread that started it, and after the
-program ends the host kills its process group and then every process whose command line
-still carries the run's unique working-directory path (a daemon that called
-``setsid()`` left the group but, as exec is refused, not that command line).
-
-``TEAMGYM_SANDBOX_NAMESPACES``: ``0`` (or ``false``/``no``/``off``) forces the fallback;
-``1`` requires namespaces (``RuntimeError`` when they cannot be used, instead of silently
-falling back); unset means use them when available. ``isolation_layers()`` reports what
-this machine gives a run under the current setting (probed once per interpreter and
-mode, then cached).
+Fallback only: the child sets ``PR_SET_PDEATHSIG`` so it dies with the host thread that
+started it, and after the program ends the host kills its process group and then every
+process whose command line still carries the run's unique working-directory path.
 
 Reasons (``ExecResult.reason``), decided by the host in this order
 --------------------------------------------------------------------
 * ``timeout``: the host's wall-clock deadline passed; it sent SIGKILL (``exit_code``
   None). ``output_limit``: stdout or stderr passed ``max_output_bytes``; the host sent
   SIGKILL (``exit_code`` None), or the program had already exited (its exit code is
-  kept). The stream is kept up to the cap.
+  kept). The stream is kept up to the cap. ``processes`` / ``memory``: the watchdog saw
+  the run's tasks or memory pass the budget and sent SIGKILL (``exit_code`` None).
 * ``crashed``: the sandbox could not run the program: spawning failed, or the bootstrap
-  never reported "ready" on its private status pipe (``unshare`` refused, a setup step
-  failed). Then ``stderr`` ends with the diagnostics of ``unshare`` and the bootstrap,
+  never reported "ready" on its private status pipe (bwrap refused, a setup step
+  failed). Then ``stderr`` ends with the diagnostics of bwrap and the bootstrap,
   which are otherwise kept apart from the program's stderr.
 * ``memory``: the program's uncaught exception was a ``MemoryError`` (the bootstrap's
   top-level handler reports it on the status pipe); under RLIMIT_AS that is what running
@@ -117,26 +132,39 @@ Reasons (``ExecResult.reason``), decided by the host in this order
 
 Residual risks (read before trusting it with more than model-written code)
 ---------------------------------------------------------------------------
-The audit hook is a speed bump, not a wall: Python code can bypass it with ``ctypes``
-(refused only in the fallback, and only its obvious entry points), with
-``_posixsubprocess`` re-imported, by tampering with the hook's state through ``gc``, or
-through a C extension. The real walls are the namespaces, ``rofs``, ``nobody``/``nocaps``
-and the rlimits. Hence, in the fallback as a non-root user the program can do anything
-that user can do once it gets past the hook (including killing the host process or
-reading its files); as root in the fallback without ``nobody`` it is root without
-capabilities (it can still write root-owned files and signal root's processes).
-Neither mode limits disk usage inside the working directory beyond RLIMIT_FSIZE per
-file, nor memory used through ``/dev/shm`` beyond its tmpfs size, nor CPU spread over
-many processes beyond the wall-clock timeout; there are no cgroups. With ``userns`` the
-program can read every file the host user can read (read-only). RLIMIT_NPROC counts per
-uid: concurrent runs as nobody share it (the per-run base is counted at spawn), and a
-program running as uid 0 has no process cap but the audit counter. The status pipe is
-open in the program (it reports ``MemoryError`` through it), so a program can mislabel
-its own outcome; it could do as much by choosing its exit code. The layers reported come
-from the first "ready" line, written before the program starts.
+Isolated mode: the kernel is shared (a kernel exploit escapes any namespace sandbox; no
+seccomp filter narrows the system calls); the program can read everything under ``/usr``
+and the interpreter's trees (read-only), and write as much into its working directory as
+RLIMIT_FSIZE allows per file (disk use as a whole is not capped; ``/tmp`` and
+``/dev/shm`` are size-capped tmpfs); CPU spread over many processes is bounded only by the
+wall-clock timeout; the budget is sampled every 20 ms, so a shorter spike can pass it
+(each process is still under RLIMIT_AS); as root, the namespace's init keeps
+CAP_SETUID/SETGID/DAC_OVERRIDE inside the namespaces (it runs only the bootstrap); with
+``network`` the host's network and its abstract Unix sockets are reachable.
+
+Fallback (opt-in): the audit hook is a speed bump, not a wall. Python code gets past it
+with ``ctypes`` (refused only at its obvious entry points), with ``_posixsubprocess``
+re-imported, by tampering with the hook's state through ``gc``, or through a C
+extension; calls without an audit event are not checked at all. A red-team battery
+(``tests/envs/test_sandbox_battery.py``) shows what that means in practice: the program
+can read every file its uid can read (as root without ``nobody``: ``/etc/shadow`` and
+``/root``); connect to the host's Unix-domain sockets (Docker, ssh-agent, X11) and TCP
+ports once past the hook; create files outside its directory through routes the hook
+does not see (``os.mknod``, a directory fd obtained after ``os.chdir``, POSIX shared
+memory in the host's ``/dev/shm``, a symlink swapped between the hook's check and the
+open); signal any process of its uid through ``ctypes`` (including the trainer that
+started it); leave a daemon behind by calling ``setsid``, forking twice and wiping its
+command line (the host's cleanup looks for the working directory there); and exceed
+``max_processes`` for uid 0 between watchdog samples (RLIMIT_NPROC does not apply to
+root). As a non-root user in the fallback the program can do anything that user can do
+once it gets past the hook.
+
+The status pipe is open in the program (it reports ``MemoryError`` through it), so a
+program can mislabel its own outcome; it could do as much by choosing its exit code. The
+layers reported come from the first "ready" line, written before the program starts.
 
 Linux only in full: elsewhere there are no namespaces, no ``/proc`` scan for escaped
-daemons, and the Linux-only ``prctl`` steps are skipped.
+daemons or for the budget, and the Linux-only ``prctl`` steps are skipped.
 """
 
 from __future__ import annotations
@@ -146,6 +174,7 @@ from collections.abc import Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 
 from .jobs import (
+    ALLOW_HOST_ACCESS_ENV,
     NAMESPACES_ENV,
     PYTHON_ENV,
     REASONS,
@@ -153,6 +182,7 @@ from .jobs import (
     FileSpec,
     SandboxJob,
     SandboxLimits,
+    SandboxUnavailableError,
     normalize_files,
 )
 from .plans import current_plan, isolation_layers
@@ -160,12 +190,14 @@ from .session import run_in_sandbox
 
 __all__ = [
     "REASONS",
+    "ALLOW_HOST_ACCESS_ENV",
     "NAMESPACES_ENV",
     "PYTHON_ENV",
     "ExecResult",
     "SandboxJob",
     "SandboxLimits",
     "SandboxPool",
+    "SandboxUnavailableError",
     "isolation_layers",
     "run_python",
 ]
@@ -183,7 +215,9 @@ def run_python(
     ``files`` (name -> text or bytes) are written into the working directory first, e.g.
     a test harness the program imports. Names are relative paths without ``..``; ``main.py``
     is reserved. Never raises because of what the program does; a broken sandbox gives
-    ``reason == "crashed"``. Raises ``ValueError`` for bad ``files`` names.
+    ``reason == "crashed"``. Raises ``ValueError`` for bad ``files`` names, and
+    ``SandboxUnavailableError`` when no isolation is available and the user has not opted
+    in to running without it (see Modes).
     """
     if not isinstance(code, str) or not isinstance(stdin, str):
         raise TypeError("run_python: code and stdin must be str")

@@ -2,8 +2,8 @@
 
 The host runs ``python -S -s -B -u -c "<this file's source>\nmain({...config...})"``, compiled
 as ``<sandbox>`` so that tracebacks can leave these frames out. ``main`` then, in order:
-sets up the read-only mounts and becomes pid 1 of the namespace (forking the program's
-process) when the plan has namespaces; sets the rlimits; drops to ``nobody`` or drops every
+becomes pid 1 of the namespace (forking the program's process) when the plan is isolated
+(bwrap has built the namespaces and the filesystem); sets the rlimits; drops to ``nobody`` or drops every
 capability; sets RLIMIT_AS; installs the audit hook; reports "ready <layers>" on the private
 status pipe; and runs ``main.py`` as ``__main__``, printing an uncaught exception as Python
 would (``report``).
@@ -40,34 +40,6 @@ def check(ctypes, result, what):
     if result != 0:
         err = ctypes.get_errno()
         raise OSError(err, what + ": " + os.strerror(err))
-
-
-def read_only_mounts():
-    """Every mount read-only except the working directory (a writable bind mount) and a
-    fresh /dev/shm. Returns (done, private_shm)."""
-    ctypes, lib = libc()
-    L = ctypes.c_long
-
-    class MountAttr(ctypes.Structure):
-        _fields_ = [(n, ctypes.c_uint64) for n in ("attr_set", "attr_clr", "propagation", "userns_fd")]
-
-    path = W.encode()
-    # open_tree(OPEN_TREE_CLONE): a detached writable copy, taken before "/" turns read-only
-    clone = lib.syscall(L(428), L(-100), path, L(1 | os.O_CLOEXEC))
-    if clone < 0:
-        return False, False
-    attr = MountAttr(1 | 2, 0, 0, 0)  # MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID
-    if lib.syscall(L(442), L(-100), b"/", L(0x8000), ctypes.byref(attr), L(ctypes.sizeof(attr))) != 0:
-        os.close(clone)  # mount_setattr(AT_RECURSIVE) failed: nothing changed
-        return False, False
-    # move_mount(MOVE_MOUNT_F_EMPTY_PATH); failing now would leave the program a read-only
-    # working directory: raise, the host reports "crashed"
-    check(ctypes, lib.syscall(L(429), L(clone), b"", L(-100), path, L(4)), "move_mount")
-    os.close(clone)
-    os.chdir(W)  # the old cwd is on the read-only mount
-    options = f"size={C['shm_mb']}m,mode=1777".encode()
-    shm = lib.mount(b"tmpfs", b"/dev/shm", b"tmpfs", L(2 | 4 | 8), options) == 0  # nosuid,nodev,noexec
-    return True, shm
 
 
 def become_init():
@@ -115,7 +87,7 @@ def drop_privileges():
     if not hasattr(lib, "prctl"):  # not Linux
         return layers
     check(ctypes, lib.prctl(L(38), L(1), L(0), L(0), L(0)), "PR_SET_NO_NEW_PRIVS")
-    if not C["namespaces"]:  # die with the host thread (setuid cleared any earlier setting)
+    if not C["isolated"]:  # die with the host thread (setuid cleared any earlier setting)
         lib.prctl(L(1), L(9), L(0), L(0), L(0))  # PR_SET_PDEATHSIG, SIGKILL
         if os.getppid() != C["host_pid"]:
             os._exit(70)
@@ -151,7 +123,7 @@ def limit_memory():
     resource.setrlimit(resource.RLIMIT_AS, (value, value))
 
 
-def install_audit_hook(shm, contained):
+def install_audit_hook(private_tmp, contained):
     import mmap
     from os.path import basename, dirname, isabs, isdir, join, realpath
 
@@ -176,7 +148,7 @@ def install_audit_hook(shm, contained):
             path == W
             or path.startswith(inside_prefix)
             or path == "/dev/null"
-            or (shm and path.startswith("/dev/shm/"))
+            or (private_tmp and (path.startswith("/dev/shm/") or path.startswith("/tmp/")))
         )
 
     def other_process(path):
@@ -365,16 +337,13 @@ def main(config):
     C, W = config, config["workdir"]
     try:
         os.chdir(W)
-        layers, shm = [], False
-        if C["namespaces"]:
-            done, shm = read_only_mounts()
-            if done:
-                layers.append("rofs")
+        layers = []
+        if C["isolated"]:
             become_init()
         layers += limit_resources()
         layers += drop_privileges()
         limit_memory()
-        install_audit_hook(shm, contained=C["namespaces"] and "rofs" in layers)
+        install_audit_hook(private_tmp=C["isolated"], contained=C["isolated"])
         layers.append("audit")
     except BaseException:
         import traceback

@@ -14,7 +14,9 @@ __all__ = [
     "NOBODY",
     "MAIN_FILE",
     "NAMESPACES_ENV",
+    "ALLOW_HOST_ACCESS_ENV",
     "PYTHON_ENV",
+    "SandboxUnavailableError",
     "SandboxLimits",
     "ExecResult",
     "FileSpec",
@@ -22,17 +24,29 @@ __all__ = [
     "normalize_files",
 ]
 
-REASONS = ("ok", "error", "timeout", "memory", "output_limit", "killed", "crashed")
-LAYERS = ("userns", "netns", "pidns", "rofs", "nobody", "nocaps", "rlimits", "nproc", "audit")
+REASONS = ("ok", "error", "timeout", "memory", "processes", "output_limit", "killed", "crashed")
+LAYERS = (
+    "bwrap", "userns", "netns", "pidns", "ipcns", "minfs",
+    "nobody", "nocaps", "rlimits", "nproc", "budget", "audit",
+)  # fmt: skip
 NOBODY = 65534
 MAIN_FILE = "main.py"  # the program's file name in the working directory (and in tracebacks)
 NAMESPACES_ENV = "TEAMGYM_SANDBOX_NAMESPACES"
+ALLOW_HOST_ACCESS_ENV = "TEAMGYM_SANDBOX_ALLOW_HOST_ACCESS"
 PYTHON_ENV = "TEAMGYM_SANDBOX_PYTHON"
+
+
+class SandboxUnavailableError(RuntimeError):
+    """No isolation layer beyond rlimits can be set up here and the user has not opted in to
+    running model-written code with host access (the message says how to get isolation)."""
 
 
 @dataclass(frozen=True)
 class SandboxLimits:
-    """Per-run limits. ``timeout_s`` is wall clock for the whole run (startup included)."""
+    """Per-run limits. ``timeout_s`` is wall clock for the whole run (startup included).
+    ``memory_mb`` caps each process's address space (RLIMIT_AS) and the whole program's
+    memory (the sum of its processes' proportional set sizes, checked by the host's
+    watchdog); ``max_processes`` caps the program's tasks (processes and threads) together."""
 
     timeout_s: float = 5.0
     cpu_s: int = 5

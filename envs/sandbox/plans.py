@@ -1,74 +1,117 @@
 """Plans: which isolation layers a run sets up on this machine, decided once per interpreter
-and ``TEAMGYM_SANDBOX_NAMESPACES`` mode by probe runs (namespaces if ``unshare`` works, a
-drop to ``nobody`` if it can run the interpreter, capabilities dropped, rlimits)."""
+and mode by probe runs.
+
+* ``isolated`` (the default): bubblewrap builds the program's world (``bwrap.py``). As root
+  the program then switches to ``nobody``; as another user it runs as uid 65534 of a user
+  namespace, without capabilities.
+* ``fallback``: rlimits, the audit hook, and ``nobody`` or dropped capabilities as root.
+  It hides nothing of the host from a program that gets past the hook, so it runs only when
+  the user opts in with ``TEAMGYM_SANDBOX_ALLOW_HOST_ACCESS=1``; otherwise
+  ``current_plan()`` raises ``SandboxUnavailableError`` naming how to get isolation.
+
+``TEAMGYM_SANDBOX_NAMESPACES=0`` forces the fallback (it still needs the opt-in), ``=1``
+requires isolation even with the opt-in; unset means isolation when it works.
+"""
 
 from __future__ import annotations
 
 import functools
 import os
-import shutil
-import site
 import sys
 import threading
 from dataclasses import dataclass
 
-from .jobs import NAMESPACES_ENV, NOBODY, PYTHON_ENV, SandboxLimits
+from .bwrap import bwrap_path, interpreter_trees
+from .jobs import (
+    ALLOW_HOST_ACCESS_ENV,
+    NAMESPACES_ENV,
+    NOBODY,
+    PYTHON_ENV,
+    SandboxLimits,
+    SandboxUnavailableError,
+)
 
-__all__ = ["Plan", "current_plan", "isolation_layers", "site_packages", "unshare_path"]
+__all__ = ["Plan", "current_plan", "isolation_layers", "site_packages"]
 
 
 @dataclass(frozen=True)
 class Plan:
     python: str
-    namespaces: bool
-    userns: bool  # unshare --user --map-root-user (when not switching to nobody)
-    drop_to: int | None  # uid/gid to switch to (root hosts only)
+    isolated: bool  # bwrap builds the program's namespaces and filesystem
+    userns: bool  # bwrap adds a user namespace (the host user is not root)
+    drop_to: int | None  # uid/gid the bootstrap switches to (root hosts only)
     drop_caps: bool  # the program would otherwise keep uid 0's capabilities
     nproc_uid: int | None  # the uid whose existing tasks count toward RLIMIT_NPROC; None: no base
     nproc: bool  # whether the kernel enforces RLIMIT_NPROC for the program at all
+    trees: tuple[str, ...] = ()  # host directories bound read-only (isolated)
 
 
 _probe_lock = threading.RLock()
 _probes: dict[tuple, object] = {}
 
 
-def _namespaces_setting() -> str:
-    value = os.environ.get(NAMESPACES_ENV, "").strip().lower()
+def _truthy(name: str) -> bool | None:
+    value = os.environ.get(name, "").strip().lower()
     if value in ("0", "false", "no", "off"):
-        return "off"
+        return False
     if value in ("1", "true", "yes", "on"):
-        return "required"
-    return "auto"
+        return True
+    return None
 
 
 def current_plan() -> Plan:
+    """The plan for this interpreter and the current settings (probed once, then cached).
+    Raises ``SandboxUnavailableError`` when the program could only run without isolation and
+    the user has not opted in."""
     python = os.environ.get(PYTHON_ENV) or sys.executable
-    setting = _namespaces_setting()
+    key = ("plan", python, _truthy(NAMESPACES_ENV), bool(_truthy(ALLOW_HOST_ACCESS_ENV)))
     with _probe_lock:
-        key = ("plan", python, setting)
         if key not in _probes:
-            _probes[key] = _choose_plan(python, setting)
-        return _probes[key]
+            try:
+                _probes[key] = _choose_plan(python, key[2], key[3])
+            except SandboxUnavailableError as err:
+                _probes[key] = err
+        plan = _probes[key]
+    if isinstance(plan, SandboxUnavailableError):
+        raise plan
+    return plan
 
 
-def _choose_plan(python: str, setting: str) -> Plan:
-    root = os.geteuid() == 0
-    nobody = root and _probe_ok(_fallback_plan(python, root, nobody=True))
-    fallback = _fallback_plan(python, root, nobody)
-    if setting == "off":
-        return fallback
-    unshare = unshare_path()
-    if unshare is not None:
-        plan = _namespace_plan(python, root, nobody)
-        if _probe_ok(plan):
+def _choose_plan(python: str, isolation: bool | None, allow_host_access: bool) -> Plan:
+    why = f"{NAMESPACES_ENV}=0 turns isolation off"
+    if isolation is not False:
+        plan, why = _isolated_plan(python)
+        if plan is not None:
             return plan
-    if setting == "required":
-        raise RuntimeError(
-            f"{NAMESPACES_ENV}=1 but namespaces cannot be used here "
-            f"({'no unshare on PATH' if unshare is None else 'unshare --pid/--net/--mount failed'}); "
-            f"unset it to accept the fallback layers, or enable unprivileged user namespaces"
+    if isolation is True or not allow_host_access:
+        raise SandboxUnavailableError(
+            f"model-written code cannot run isolated here: {why}. Install bubblewrap (Debian/Ubuntu: "
+            f"apt install bubblewrap; Fedora: dnf install bubblewrap; Arch: pacman -S bubblewrap)"
+            + (
+                ""
+                if isolation is True
+                else f", or accept the risk with {ALLOW_HOST_ACCESS_ENV}=1: the code then runs with rlimits "
+                "and an audit hook only, and a program that gets past the hook can read your files, reach "
+                "your sockets and signal your processes"
+            )
         )
-    return fallback
+    root = os.geteuid() == 0
+    nobody = root and _probe(_fallback_plan(python, root, nobody=True)) is None
+    return _fallback_plan(python, root, nobody)
+
+
+def _isolated_plan(python: str) -> tuple[Plan | None, str]:
+    if bwrap_path() is None:
+        return None, "bubblewrap (bwrap) is not installed"
+    trees = interpreter_trees(python)
+    if os.geteuid() == 0:
+        plan = Plan(python, True, False, NOBODY, False, NOBODY, True, trees)
+    else:  # Linux >= 5.14 counts RLIMIT_NPROC per user namespace: no base to add
+        plan = Plan(python, True, True, None, True, None, True, trees)
+    failure = _probe(plan)
+    if failure is None:
+        return plan, ""
+    return None, f"bwrap could not start a program ({failure})"
 
 
 def _fallback_plan(python: str, root: bool, nobody: bool) -> Plan:
@@ -79,35 +122,18 @@ def _fallback_plan(python: str, root: bool, nobody: bool) -> Plan:
     return Plan(python, False, False, None, False, os.getuid(), True)
 
 
-def _namespace_plan(python: str, root: bool, nobody: bool) -> Plan:
-    if nobody:  # real root sets up the namespaces; no user namespace needed
-        return Plan(python, True, False, NOBODY, False, NOBODY, True)
-    # Linux >= 5.14 counts RLIMIT_NPROC per user namespace; older kernels per host uid.
-    per_namespace = _kernel_version() >= (5, 14)
-    return Plan(python, True, True, None, True, None if per_namespace else os.getuid(), not root)
-
-
-def _probe_ok(plan: Plan) -> bool:
-    """Run a program that imports from every sys.path entry under ``plan``."""
+def _probe(plan: Plan) -> str | None:
+    """Run a program that imports from every sys.path entry under ``plan``; None when it
+    worked, else the last line of what went wrong."""
     probe = "import sys, os, json, decimal\nfor p in sys.path:\n    os.path.isdir(p) and os.listdir(p)\n"
     probe += "print('ok')"
     from .session import run_in_sandbox  # here: session imports this module
 
     result = run_in_sandbox(probe, "", SandboxLimits(timeout_s=30), (), plan)
-    return result.ok and result.stdout == "ok\n"
-
-
-@functools.lru_cache(maxsize=1)
-def unshare_path() -> str | None:
-    return shutil.which("unshare")
-
-
-def _kernel_version() -> tuple[int, ...]:
-    numbers = []
-    for part in os.uname().release.split(".")[:2]:
-        digits = "".join(ch for ch in part if ch.isdigit()) or "0"
-        numbers.append(int(digits))
-    return tuple(numbers)
+    if result.ok and result.stdout == "ok\n":
+        return None
+    lines = [line.strip() for line in (result.stderr or result.reason).splitlines() if line.strip()]
+    return lines[-1] if lines else result.reason
 
 
 @functools.lru_cache(maxsize=8)
@@ -116,12 +142,14 @@ def site_packages(python: str) -> list[str]:
     interpreter, whose layout we do not know."""
     if os.path.realpath(python) != os.path.realpath(sys.executable):
         return []
+    import site
+
     return [path for path in site.getsitepackages() if os.path.isdir(path)]
 
 
 def isolation_layers() -> tuple[str, ...]:
-    """The layers a run gets on this machine under the current ``TEAMGYM_SANDBOX_NAMESPACES``
-    setting (a probe run, cached per interpreter and mode)."""
+    """The layers a run gets on this machine under the current settings (a probe run, cached
+    per plan). Raises ``SandboxUnavailableError`` like ``current_plan``."""
     from .session import run_in_sandbox  # here: session imports this module
 
     plan = current_plan()

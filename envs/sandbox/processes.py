@@ -30,12 +30,15 @@ def signal_group(pgid: int, signum: int) -> None:
         pass
 
 
-def children_of(pid: int) -> list[int]:
+def children_of(pid: int, tid: int | None = None) -> list[int]:
+    """The children that ``pid``'s thread ``tid`` (default: its main thread) started."""
     try:
-        with open(f"/proc/{pid}/task/{pid}/children") as handle:
+        with open(f"/proc/{pid}/task/{tid or pid}/children") as handle:
             return [int(child) for child in handle.read().split()]
     except OSError:  # kernel without CONFIG_PROC_CHILDREN: scan every process's parent
         children = []
+        if tid not in (None, pid):  # the scan below finds every thread's children at once
+            return children
         for name in proc_entries():
             if name.isdigit() and parent_of(int(name)) == pid:
                 children.append(int(name))

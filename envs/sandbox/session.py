@@ -1,7 +1,8 @@
 """One sandbox run: write the program into a fresh working directory, spawn the bootstrap
-(``bootstrap.py``, inside ``unshare`` when the plan has namespaces), feed stdin, read
-stdout/stderr/status incrementally, enforce the deadline and the output caps, kill and reap
-everything the program started, and classify the outcome."""
+(``bootstrap.py``, inside ``bwrap`` when the plan is isolated), feed stdin, read
+stdout/stderr/status incrementally, enforce the deadline, the output caps and the run-wide
+memory and process budget, kill and reap everything the program started, and classify the
+outcome."""
 
 from __future__ import annotations
 
@@ -15,8 +16,10 @@ import tempfile
 import time
 from pathlib import Path
 
+from .budget import INTERVAL_S, tree_usage
+from .bwrap import bwrap_command
 from .jobs import LAYERS, MAIN_FILE, ExecResult, SandboxLimits
-from .plans import Plan, site_packages, unshare_path
+from .plans import Plan, site_packages
 from .processes import children_of, kill_marked, proc_entries, signal_group, signal_pid
 
 __all__ = ["run_in_sandbox"]
@@ -134,7 +137,7 @@ class _Session:
         self.pidfd: int | None = None
         self.selector = selectors.DefaultSelector()
         # stdout/stderr: the program's (capped at max_output_bytes, past it the run is
-        # killed); status: the bootstrap's messages; diagnostics: unshare's/bootstrap's stderr
+        # killed); status: the bootstrap's messages; diagnostics: bwrap's/bootstrap's stderr
         self.output = {name: bytearray() for name in ("stdout", "stderr", "status", "diagnostics")}
         self.killed_for: str | None = None  # "timeout" / "output_limit": the host killed the run
         self.capped = False  # some stream passed max_output_bytes
@@ -146,14 +149,14 @@ class _Session:
     def _command(self, status_fd: int, stderr_fd: int) -> list[str]:
         limits, plan = self.limits, self.plan
         nproc = None
-        if plan.nproc:
+        if plan.nproc:  # a backstop a little above the budget, so the watchdog sees the overrun
             base = _count_tasks(plan.nproc_uid) if plan.nproc_uid is not None else 0
-            nproc = limits.max_processes + base
+            nproc = limits.max_processes + base + 2
         config = {
             "workdir": self.workdir,
             "status_fd": status_fd,
             "stderr_fd": stderr_fd,
-            "namespaces": plan.namespaces,
+            "isolated": plan.isolated,
             "drop_to": plan.drop_to,
             "drop_caps": plan.drop_caps,
             "host_pid": os.getpid(),
@@ -170,30 +173,32 @@ class _Session:
         source = f"{_BOOTSTRAP_SOURCE}\nmain({config!r})\n"
         bootstrap = f"exec(compile({source!r}, '<sandbox>', 'exec'))"
         python = [plan.python, "-S", "-s", "-B", "-u", "-c", bootstrap, self.workdir]
-        if not plan.namespaces:
+        if not plan.isolated:
             return python
-        unshare = [unshare_path() or "unshare"]
-        if plan.userns:
-            unshare += ["--user", "--map-root-user"]
-        if not limits.network:
-            unshare.append("--net")
-        return [*unshare, "--pid", "--fork", "--kill-child", "--mount-proc", "--", *python]
+        wall = bwrap_command(
+            workdir=self.workdir,
+            trees=plan.trees,
+            as_root=not plan.userns,
+            network=limits.network,
+            tmpfs_bytes=limits.max_file_mb * 1024 * 1024,
+        )
+        return [*wall, *python]
 
     def _host_layers(self) -> tuple[str, ...]:
-        if not self.plan.namespaces:
-            return ()
-        layers = ["pidns"]
-        if self.plan.userns:
-            layers.append("userns")
-        if not self.limits.network:
-            layers.append("netns")
+        layers = ["budget"]
+        if self.plan.isolated:
+            layers += ["bwrap", "pidns", "ipcns", "minfs"]
+            if self.plan.userns:
+                layers.append("userns")
+            if not self.limits.network:
+                layers.append("netns")
         return tuple(layers)
 
     def run(self) -> ExecResult:
         start = time.monotonic()
-        # The child's own stderr (fd 2) carries only unshare's and the bootstrap's
+        # The child's own stderr (fd 2) carries only bwrap's and the bootstrap's
         # diagnostics; the program's stderr is a separate pipe the bootstrap moves onto
-        # fd 2 just before the program starts, so "unshare: ..." noise never reaches it.
+        # fd 2 just before the program starts, so "bwrap: ..." noise never reaches it.
         status_r, status_w = os.pipe()
         stderr_r, stderr_w = os.pipe()
         try:
@@ -253,18 +258,36 @@ class _Session:
     # -- the event loop
 
     def _pump(self, deadline: float) -> None:
+        next_check = time.monotonic() + INTERVAL_S
         while not self.exited:
-            remaining = deadline - time.monotonic()
+            now = time.monotonic()
+            remaining = deadline - now
             if remaining <= 0:
                 self._kill("timeout")
                 return
-            wait = remaining if self.pidfd is not None else min(remaining, 0.01)
-            for key, _ in self.selector.select(wait):
+            if now >= next_check:
+                if self._over_budget():
+                    return
+                next_check = now + INTERVAL_S
+            wait = min(remaining, next_check - now)
+            if self.pidfd is None:
+                wait = min(wait, 0.01)
+            for key, _ in self.selector.select(max(wait, 0.0)):
                 self._handle(key)
                 if self.killed_for:
                     return
             if self.pidfd is None and not self.exited:
                 self.exited = self._has_exited()
+
+    def _over_budget(self) -> bool:
+        """Kill the run when the program's processes together pass the memory or process
+        budget (``budget.py``); bwrap's monitor and the namespace's init are not counted."""
+        usage = tree_usage(self.proc.pid, skip_levels=2 if self.plan.isolated else 0)
+        if usage.tasks > self.limits.max_processes:
+            self._kill("processes")
+        elif usage.memory_bytes > self.limits.memory_mb * 1024 * 1024:
+            self._kill("memory")
+        return self.killed_for is not None
 
     def _handle(self, key: selectors.SelectorKey) -> None:
         what = key.data
@@ -344,16 +367,16 @@ class _Session:
     def _kill(self, reason: str) -> None:
         self.killed_for = reason
         pid = self.proc.pid
-        if self.plan.namespaces:
-            # Kill the namespace's init (unshare's child): the kernel then kills everything in
-            # the namespace and unshare, having reaped init, exits; no zombie is left behind.
+        if self.plan.isolated:
+            # Kill the namespace's init (bwrap's child): the kernel then kills everything in
+            # the namespace and bwrap, having reaped init, exits; no zombie is left behind.
             inits = children_of(pid)
             for child in inits:
                 signal_pid(child, signal.SIGKILL)
             if inits and self._wait_exit(5.0):
                 return
-        signal_group(pid, signal.SIGKILL)  # unshare's --kill-child then kills init
-        if not self.plan.namespaces:
+        signal_group(pid, signal.SIGKILL)  # bwrap's --die-with-parent then kills init
+        if not self.plan.isolated:
             kill_marked(self.workdir)
 
     def _kill_leftovers(self) -> None:
@@ -361,7 +384,7 @@ class _Session:
         fallback kill its process group (the leader is an unreaped zombie, so the id cannot
         have been reused) and every process still carrying its marker (setsid daemons).
         Always: whether it forked cannot be told reliably, and the scan costs ~1 ms."""
-        if not self.plan.namespaces:
+        if not self.plan.isolated:
             signal_group(self.proc.pid, signal.SIGKILL)
             kill_marked(self.workdir)
 
@@ -402,7 +425,7 @@ class _Session:
         stdout = self.output["stdout"].decode("utf-8", "replace")
         stderr = self.output["stderr"].decode("utf-8", "replace")
         exit_code, cpu = self.proc.returncode, self.usage_cpu
-        if self.plan.namespaces:  # unshare's status is init's; init reports the program's
+        if self.plan.isolated:  # bwrap's status is init's; init reports the program's
             for line in lines:  # the last one is init's
                 if line[0] == "exit" and len(line) == 3:
                     try:
