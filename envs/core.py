@@ -188,7 +188,8 @@ class TextAECEnv(AECEnv):
         invalid_penalty: Size of the invalid-action penalty (a positive number).
         split: ``"train"`` or ``"test"``: which task seeds this env accepts.
         render_mode: ``None``, ``"ansi"`` or ``"human"``.
-        max_action_chars: Longer responses are cut to this many characters before parsing.
+        max_action_chars: Longer responses are cut to this many characters before parsing
+            (the built-in parsers read at most ``envs.parsing.MAX_PARSED_CHARS`` of them).
         max_prompt_chars: Observation space bound; longer prompts are cut (tail kept).
         turn_order: The team's roles in the order they act (default: ``TEAMS[team]``);
             must be a permutation of them.

@@ -8,7 +8,9 @@ Roles (``team="mas"``, turn order coder, tester):
   a program reading stdin for stdin/stdout tasks (APPS, CodeContests, LiveCodeBench).
 * ``tester_0`` sees the problem and the coder's latest code and writes tests in a
   ```python block: ``assert`` statements calling the function, or for stdin/stdout tasks
-  ``<input>...</input><output>...</output>`` pairs. At most ``max_tests`` are read.
+  ``<input>...</input><output>...</output>`` pairs. At most ``max_tests`` are read, from
+  the first ``envs.parsing.MAX_PARSED_CHARS`` characters of the reply (of the code block
+  for asserts), in time linear in them: ``parse_io_tests`` and ``parse_assert_tests``.
 
 Every coder turn runs the new code against the task's hidden tests; every tester turn
 runs the new tests against the task's reference solution (are they right?) and against
@@ -49,36 +51,61 @@ import ast
 import hashlib
 import math
 import re
+import string
 from collections.abc import Hashable
 from typing import Any, ClassVar
 
 from envs.code.data import CODE_SOURCES, DEFAULT_TEST_SOURCE, DEFAULT_TRAIN_SOURCE, CodeTask
 from envs.code.harness import TestReport, run_function_tests, run_io_tests, run_task
 from envs.core import StepOutcome, TextAECEnv, TrainingPreset, role_of, to_ascii
-from envs.parsing import extract_code
-from envs.sandbox import SandboxLimits
+from envs.parsing import MAX_PARSED_CHARS, extract_code
+from envs.sandbox import SandboxLimits, isolation_layers
 from envs.tasks import SourcedEnv
 
 __all__ = ["CodeEnv", "parse_assert_tests", "parse_io_tests"]
 
-_IO_PAIR = re.compile(r"<input>(.*?)</input>\s*<output>(.*?)</output>", re.S | re.I)
 _MAX_TEST_CHARS = 2000
+_ASCII_LOWER = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)  # keeps every index
+_SPACES = re.compile(r"\s*")
+_LINE_BREAK = re.compile(rb"\r\n|\r|\n")  # where ast's line numbers advance
 
 
 def parse_assert_tests(code: str, max_tests: int) -> list[str]:
-    """The top-level ``assert`` statements of a test block, as source strings.
+    """The top-level ``assert`` statements of a test block, as source strings (at most
+    ``max_tests``, each at most 2000 characters, from the block's first
+    ``MAX_PARSED_CHARS`` characters).
 
     ``ast.parse`` only parses (nothing runs). Code that does not parse falls back to its
-    single-line ``assert`` lines; statements other than asserts are dropped.
+    single-line ``assert`` lines; statements other than asserts are dropped. Each
+    statement is sliced out with a line-offset table built once (``ast.get_source_segment``
+    re-splits the whole source for every node: quadratic in the number of statements).
     """
+    code = code[:MAX_PARSED_CHARS]
     try:
         tree = ast.parse(code)
-        tests = [
-            ast.get_source_segment(code, node) or "" for node in tree.body if isinstance(node, ast.Assert)
-        ]
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        tests = [line.strip() for line in code.splitlines() if _is_one_assert(line.strip())]
-    return [t for t in tests if t and len(t) <= _MAX_TEST_CHARS][:max_tests]
+        source = code.encode("utf-8")  # ast's column offsets count UTF-8 bytes
+        line_starts = [0] + [match.end() for match in _LINE_BREAK.finditer(source)]
+        tests: list[str] = []
+        for node in tree.body:
+            if not isinstance(node, ast.Assert) or node.end_lineno is None or node.end_col_offset is None:
+                continue
+            start = line_starts[node.lineno - 1] + node.col_offset
+            end = line_starts[node.end_lineno - 1] + node.end_col_offset
+            test = source[start:end].decode("utf-8") if end - start <= 4 * _MAX_TEST_CHARS else ""
+            if test and len(test) <= _MAX_TEST_CHARS:
+                tests.append(test)
+                if len(tests) == max_tests:
+                    break
+        return tests
+    except (SyntaxError, ValueError, RecursionError, MemoryError, IndexError):
+        pass
+    tests = []
+    for line in code.splitlines():
+        if _is_one_assert(line.strip()):
+            tests.append(line.strip())
+            if len(tests) == max_tests:
+                break
+    return tests
 
 
 def _is_one_assert(line: str) -> bool:
@@ -91,9 +118,38 @@ def _is_one_assert(line: str) -> bool:
 
 
 def parse_io_tests(text: str, max_tests: int) -> list[tuple[str, str]]:
-    """``<input>...</input><output>...</output>`` pairs (stdin, expected stdout)."""
-    pairs = [(i.strip("\n"), o.strip()) for i, o in _IO_PAIR.findall(text)]
-    return [(i, o) for i, o in pairs if len(i) + len(o) <= _MAX_TEST_CHARS][:max_tests]
+    """``<input>...</input><output>...</output>`` pairs (stdin, expected stdout): at most
+    ``max_tests`` of at most 2000 characters each, from the first ``MAX_PARSED_CHARS``
+    characters of ``text``.
+
+    Tags are case-insensitive (ASCII); only whitespace may separate ``</input>`` from
+    ``<output>``. Each ``<input>`` is closed by the next ``</input>`` (no nesting); an input
+    not followed by an output is skipped. One left-to-right scan with ``str.find``: linear
+    in the text (a lazy regex for the pair backtracks cubically on repeated tags).
+    """
+    text = text[:MAX_PARSED_CHARS]
+    lower = text.translate(_ASCII_LOWER)
+    pairs: list[tuple[str, str]] = []
+    pos = 0
+    while len(pairs) < max_tests:
+        opened = lower.find("<input>", pos)
+        if opened < 0:
+            break
+        closed = lower.find("</input>", opened + len("<input>"))
+        if closed < 0:
+            break
+        pos = _SPACES.match(lower, closed + len("</input>")).end()
+        if not lower.startswith("<output>", pos):
+            continue  # scanning on from here: every character is looked at a bounded number of times
+        output_end = lower.find("</output>", pos + len("<output>"))
+        if output_end < 0:
+            break
+        stdin = text[opened + len("<input>") : closed].strip("\n")
+        expected = text[pos + len("<output>") : output_end].strip()
+        pos = output_end + len("</output>")
+        if len(stdin) + len(expected) <= _MAX_TEST_CHARS:
+            pairs.append((stdin, expected))
+    return pairs
 
 
 class CodeEnv(SourcedEnv):
@@ -144,6 +200,9 @@ class CodeEnv(SourcedEnv):
                 f"{type(self).__name__}: test_timeout_s must be > 0 seconds, got {test_timeout_s!r}"
             )
         self.test_timeout_s = float(test_timeout_s)
+        # Fail here, not at the first step of a training run, when model code could not run
+        # isolated (SandboxUnavailableError says how to install bubblewrap or opt in); cached.
+        isolation_layers()
 
     # ------------------------------------------------------------- TextAECEnv hooks
     def _start_task(self, task_seed: int) -> None:

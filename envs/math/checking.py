@@ -3,7 +3,8 @@ r"""Reading final answers out of model text and judging them against a gold answ
 Model output is adversarial: empty, 100 kB, non-ASCII, unbalanced braces, code. Every
 function here is total (never raises on any ``str``) and does bounded work:
 
-* ``extract_boxed``: the content of the last ``\boxed{...}`` / ``\fbox{...}``, one linear scan.
+* ``extract_boxed``: the content of the last ``\boxed{...}`` / ``\fbox{...}``, one linear scan
+  of the text's first ``envs.parsing.MAX_PARSED_CHARS`` characters.
 * ``extract_printed_answer``: the last non-empty line a program printed (tool agents answer
   by printing their result).
 * ``answers_match``: is a predicted answer equal to the gold answer? A cheap exact path
@@ -76,6 +77,8 @@ import threading
 from fractions import Fraction
 from typing import Any
 
+from envs.parsing import MAX_PARSED_CHARS
+
 __all__ = [
     "MAX_ANSWER_CHARS",
     "extract_boxed",
@@ -105,10 +108,12 @@ def extract_boxed(text: str) -> str | None:
     Braces are matched with nesting; escaped braces ``\{ \}`` do not count. ``\boxed 5``
     (no braces) yields ``5``. The content is cut to ``MAX_ANSWER_CHARS``. ``None`` when there
     is no box, when the last box is never closed (a response cut at ``max_new_tokens``), or
-    when it is empty. One backwards search plus one forward scan: linear in ``len(text)``.
+    when it is empty. Reads the first ``MAX_PARSED_CHARS`` characters (a box after them
+    is not seen). One backwards search plus one forward scan: linear in their number.
     """
     if not isinstance(text, str):
         return None
+    text = text[:MAX_PARSED_CHARS]
     start = max(text.rfind(command) for command in _BOX_COMMANDS)
     if start < 0:
         return None

@@ -6,8 +6,11 @@ here, so the documented code is exactly what the conformance suite checks.
 
 from __future__ import annotations
 
+import math
 import re
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 README = Path(__file__).resolve().parents[2] / "README.md"
@@ -39,3 +42,49 @@ def play_oracle(env, seed: int):
         done = env.terminations[agent] or env.truncations[agent]
         env.step(None if done else env.oracle_response(agent))
     return env
+
+
+# ------------------------------------------------------------ parse time on hostile replies
+# Parsing a reply must cost time linear in its length. The check compares the time of each
+# size with the next on a ladder of sizes (4x apart), never with a fixed budget: linear
+# work grows ~4x per rung, quadratic 16x, cubic 64x. GROWTH_LIMIT (10x) leaves linear code
+# 2.5x for noise; NOISE_S absorbs a scheduler pause on a busy machine (linear parsing of
+# 200 kB takes milliseconds); CEILING_S is only a hang guard, hundreds of times what linear
+# parsing of the largest rung takes. A rung that fails is measured again (the fastest of
+# three counts), so one pause is not a verdict. A super-linear parser fails on a rung of a
+# few kB to 50 kB, before the 200 kB rung would take minutes.
+HOSTILE_SIZES = (3_125, 12_500, 50_000, 200_000)
+GROWTH_LIMIT = 10.0
+NOISE_S = 0.25
+CEILING_S = 30.0
+
+
+def hostile_text(unit: str, size: int, prefix: str = "") -> str:
+    """``prefix`` then as many whole ``unit`` s as fit in ``size`` characters (whole units: a
+    block of ``assert`` lines still parses)."""
+    return prefix + unit * ((size - len(prefix)) // len(unit))
+
+
+def assert_linear_time(seconds: Callable[[int], float], what: str, sizes=HOSTILE_SIZES) -> None:
+    """``seconds(size)`` (one measurement of the work on a ``size``-character input) grows
+    at most linearly along ``sizes``, each 4x the one before (see the constants above)."""
+    best = [math.inf] * len(sizes)
+    best[0] = seconds(sizes[0])
+    for rung in range(1, len(sizes)):
+        limit = GROWTH_LIMIT * best[rung - 1] + NOISE_S
+        for _ in range(3):
+            best[rung] = min(best[rung], seconds(sizes[rung]))
+            assert best[rung] < CEILING_S, f"{what}: {sizes[rung]} characters took {best[rung]:.1f} s"
+            if best[rung] <= limit:
+                break
+        else:
+            measured = [(n, t) for n, t in zip(sizes, best, strict=True) if t < math.inf]
+            times = ", ".join(f"{n}: {t * 1000:.1f} ms" for n, t in measured)
+            raise AssertionError(f"{what}: parse time grows faster than the text ({times})")
+
+
+def timed(fn: Callable[..., object], *args: object) -> float:
+    """Seconds one call of ``fn(*args)`` takes."""
+    start = time.perf_counter()
+    fn(*args)
+    return time.perf_counter() - start

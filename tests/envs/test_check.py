@@ -16,6 +16,7 @@ import envs
 from envs.check import CHECKS, check_env
 from envs.parsing import extract_answer
 from envs.splits import generate_in_split
+from tests.conftest import SUBPROCESS_TIMEOUT_S
 from tests.envs.conftest import import_readme_example
 
 
@@ -143,6 +144,7 @@ def test_the_readme_example_passes_every_check_from_the_command_line(tmp_path):
         capture_output=True,
         text=True,
         env={"PYTHONPATH": str(Path(__file__).resolve().parents[2]), "PATH": "/usr/bin:/bin"},
+        timeout=SUBPROCESS_TIMEOUT_S,
     )
     assert run.returncode == 0, run.stdout + run.stderr
     assert f"{2 * len(CHECKS)} passed, 0 failed, 0 skipped" in run.stdout
@@ -160,6 +162,7 @@ def test_the_command_line_reports_failures_and_bad_modules(tmp_path):
         capture_output=True,
         text=True,
         env=env,
+        timeout=SUBPROCESS_TIMEOUT_S,
     )
     assert run.returncode == 1 and "FAIL  split_disjoint" in run.stdout
     missing = subprocess.run(
@@ -167,6 +170,7 @@ def test_the_command_line_reports_failures_and_bad_modules(tmp_path):
         capture_output=True,
         text=True,
         env=env,
+        timeout=SUBPROCESS_TIMEOUT_S,
     )
     assert missing.returncode == 2 and len(missing.stderr.strip().splitlines()) == 1
     assert "no module 'no_such_module'" in missing.stderr

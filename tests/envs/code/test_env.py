@@ -9,7 +9,8 @@ import pytest
 
 import envs
 from envs.code.env import parse_assert_tests, parse_io_tests
-from tests.envs.conftest import play_oracle
+from envs.parsing import MAX_PARSED_CHARS
+from tests.envs.conftest import assert_linear_time, hostile_text, play_oracle, timed
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "code"
 HUMANEVAL_0 = envs.TEST_SEED_START  # test seed 0 plays HumanEval/0 (has_close_elements)
@@ -114,6 +115,43 @@ def test_parsers_take_only_what_they_should():
     assert parse_assert_tests("assert a\n" * 20, max_tests=3) == ["assert a"] * 3
     text = "<input>1 2\n</input> <output>3</output>\n<INPUT>5</INPUT><Output> 5 </Output>"
     assert parse_io_tests(text, max_tests=8) == [("1 2", "3"), ("5", "5")]
+    assert parse_io_tests("<input>a</input> x <input>b</input>\n<output>c</output>", 8) == [("b", "c")]
+    assert parse_io_tests("<input>a</input><output>b", 8) == []  # never closed
+
+
+def test_parsers_read_only_the_first_max_parsed_chars():
+    pair = "<input>1</input><output>2</output>"
+    assert parse_io_tests("x" * (MAX_PARSED_CHARS - len(pair)) + pair, 8) == [("1", "2")]
+    assert parse_io_tests("x" * (MAX_PARSED_CHARS - len(pair) + 1) + pair, 8) == []
+    test = "\nassert y"
+    assert parse_assert_tests("#" * (MAX_PARSED_CHARS - len(test)) + test, 8) == ["assert y"]
+    assert parse_assert_tests("#" * (MAX_PARSED_CHARS - len(test) + 1) + test, 8) == []
+
+
+# Replies a tester could send to make parsing slow: tags repeated without their partner (a
+# lazy regex for the pair backtracked cubically: 16 kB took 9 s), thousands of asserts
+# (ast.get_source_segment re-split the source per statement: quadratic, 1,777 lines took
+# 1.8 s), statements too long to keep or not asserts at all (looked at, never kept). The
+# sizes stay under MAX_PARSED_CHARS, so all of each reply is parsed.
+@pytest.mark.parametrize(
+    ("parse", "unit"),
+    [
+        (parse_io_tests, "<input></input><output>"),
+        (parse_io_tests, "<input>"),
+        (parse_io_tests, "<input>1</input> \n<output>2</output>"),
+        (parse_io_tests, "<input>" + "1" * 2000 + "</input><output>2</output>"),
+        (parse_assert_tests, "assert x\n"),
+        (parse_assert_tests, "assert x==1;"),
+        (parse_assert_tests, "assert (\n"),  # does not parse: the line-by-line fallback
+        (parse_assert_tests, "x = 1\n"),
+        (parse_assert_tests, "assert " + "x" * 2000 + "\n"),
+    ],
+    ids=lambda value: value.__name__ if callable(value) else repr(value[:24]),
+)
+def test_test_parsers_take_time_linear_in_the_reply(parse, unit):
+    sizes = (1_000, 4_000, 16_000, 64_000)
+    assert sizes[-1] <= MAX_PARSED_CHARS
+    assert_linear_time(lambda size: timed(parse, hostile_text(unit, size), 8), parse.__name__, sizes=sizes)
 
 
 @pytest.mark.parametrize("split", ["train", "test"])

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import sys
 import threading
-import time
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from envs.math import checking
 from envs.math.checking import (
     MAX_ANSWER_CHARS,
     MissingMathVerify,
@@ -21,6 +21,8 @@ from envs.math.checking import (
     gold_from_math_solution,
     normalize_answer,
 )
+from envs.parsing import MAX_PARSED_CHARS
+from tests.envs.conftest import assert_linear_time, hostile_text, timed
 
 # ---------------------------------------------------------------------------- extract_boxed
 
@@ -63,18 +65,23 @@ def test_extract_boxed_none(text: str) -> None:
     assert extract_boxed(text) is None
 
 
+def test_extract_boxed_reads_only_the_first_max_parsed_chars() -> None:
+    box = "\\boxed{5}"
+    assert extract_boxed("x" * (MAX_PARSED_CHARS - len(box)) + box) == "5"
+    assert extract_boxed("x" * (MAX_PARSED_CHARS - len(box) + 1) + box) is None  # never closed
+
+
 def test_extract_boxed_last_box_unclosed_is_none() -> None:
     # A response cut at max_new_tokens: the last box is incomplete, so there is no final answer.
     assert extract_boxed(r"\boxed{1} and then \boxed{2") is None
 
 
-def test_extract_boxed_cuts_long_content_and_stays_fast() -> None:
+def test_extract_boxed_cuts_long_content_and_stays_linear() -> None:
     assert extract_boxed(r"\boxed{" + "9" * 10_000 + "}") == "9" * MAX_ANSWER_CHARS
-    text = "x" * 100_000 + r"\boxed{" * 20_000 + "{" * 50_000 + "}" * 10
-    start = time.perf_counter()
-    assert extract_boxed(text) is None
-    assert extract_boxed("}" * 100_000 + r"\boxed{12}") == "12"
-    assert time.perf_counter() - start < 1.0
+    assert extract_boxed("x" * 20_000 + r"\boxed{" * 2_000 + "{" * 20_000 + "}" * 10) is None
+    assert extract_boxed("}" * 60_000 + r"\boxed{12}") == "12"
+    for unit in (r"\boxed{", "{", "}", r"\{", r"\boxed "):
+        assert_linear_time(lambda size, unit=unit: timed(extract_boxed, hostile_text(unit, size)), unit)
 
 
 def test_extract_boxed_non_string() -> None:
@@ -100,10 +107,10 @@ def test_extract_printed_answer(stdout: str, expected: str | None) -> None:
 
 
 def test_extract_printed_answer_bounded() -> None:
-    start = time.perf_counter()
     assert extract_printed_answer("noise\n" * 20_000 + "7\n" + "\n" * 50_000) == "7"
     assert extract_printed_answer("x" * 100_000) == "x" * MAX_ANSWER_CHARS
-    assert time.perf_counter() - start < 1.0
+    for unit in ("noise\n", "\n", "x", " \r"):
+        assert_linear_time(lambda n, unit=unit: timed(extract_printed_answer, hostile_text(unit, n)), unit)
 
 
 # ---------------------------------------------------------------------------- answers_match
@@ -282,37 +289,44 @@ INJECTIONS = [
 ]
 
 
-def _check_all(answers: list[str]) -> tuple[list[bool], float]:
-    start = time.perf_counter()
-    results = [answers_match("18", answer) or answers_match(answer, "18") for answer in answers]
-    return results, time.perf_counter() - start
+def _check_all(answers: list[str]) -> list[bool]:
+    return [answers_match("18", answer) or answers_match(answer, "18") for answer in answers]
+
+
+# Adversarial answers sympy may see: a float literal with a huge exponent, which it reads at once.
+REACHES_MATH_VERIFY = {"1e999999999"}
 
 
 @pytest.mark.parametrize("answer", ADVERSARIAL)
-def test_adversarial_answer_is_quick_and_wrong(answer: str) -> None:
-    start = time.perf_counter()
+def test_adversarial_answer_is_refused_before_sympy_and_wrong(answer: str, monkeypatch) -> None:
+    # What makes these slow (minutes or forever) is math-verify's parsing and sympy; the cost
+    # guard must refuse them before either runs. Checked by what runs, not by a stopwatch.
+    seen: list[str] = []
+    real = checking._math_verify_match
+
+    def spy(gold: str, predicted: str) -> bool:
+        seen.append(predicted)
+        return real(gold, predicted)
+
+    monkeypatch.setattr(checking, "_math_verify_match", spy)
     assert answers_match("18", answer) is False
     assert answers_match(answer, "18") is False  # agreement checks compare two model answers
-    assert time.perf_counter() - start < 3.0
+    assert seen == [] or answer in REACHES_MATH_VERIFY, seen
 
 
 def test_adversarial_answers_off_the_main_thread() -> None:
     # No signal-based timeout exists off the main thread: only the cost guard bounds the work.
-    box: dict[str, tuple[list[bool], float]] = {}
+    box: dict[str, list[bool]] = {}
     worker = threading.Thread(target=lambda: box.setdefault("out", _check_all(ADVERSARIAL)), daemon=True)
     worker.start()
-    worker.join(60)
+    worker.join(300)  # a hang guard: the guarded checks take well under a second
     assert not worker.is_alive(), "answers_match hung off the main thread"
-    results, seconds = box["out"]
-    assert not any(results)
-    assert seconds < 10.0
+    assert not any(box["out"])
 
 
 def test_code_injection_runs_nothing() -> None:
     PWNED.unlink(missing_ok=True)
-    results, seconds = _check_all(INJECTIONS)
-    assert not any(results)
-    assert seconds < 5.0
+    assert not any(_check_all(INJECTIONS))
     assert not PWNED.exists()
 
 
@@ -322,11 +336,9 @@ _TOKENS = [*"0123456789+-*/^()[]{}!.,=%$ xyzabe\\", "\\frac", "\\sqrt", "\\boxed
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.sampled_from(_TOKENS), max_size=40).map("".join))
 def test_answers_match_never_raises_on_random_math_text(text: str) -> None:
-    start = time.perf_counter()
     assert isinstance(answers_match("18", text), bool)
     assert isinstance(answers_match(text, r"\frac{1}{2}"), bool)
     assert isinstance(normalize_answer(text), str)
-    assert time.perf_counter() - start < 15.0
 
 
 # ---------------------------------------------------------------------------- gold extraction

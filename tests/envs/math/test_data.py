@@ -24,6 +24,7 @@ from envs.math.data import (
     read_math_jsonl,
 )
 from envs.math.generators import GENERATORS
+from tests.conftest import SUBPROCESS_TIMEOUT_S
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "math"
 
@@ -47,7 +48,8 @@ def test_importing_data_is_light() -> None:
         "heavy = ('math_verify', 'sympy', 'champ_dataset', 'latex2sympy2_extended', 'torch')\n"
         "print([m for m in heavy if m in sys.modules])"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    command = [sys.executable, "-c", code]
+    out = subprocess.run(command, capture_output=True, text=True, check=True, timeout=SUBPROCESS_TIMEOUT_S)
     assert out.stdout.strip() == "[]"
 
 

@@ -81,7 +81,7 @@ def test_agreeing_on_a_wrong_answer_ends_without_success():
     ],
 )
 def test_tool_failures_are_penalised_and_shown(code, why):
-    env = make(sandbox_timeout_s=1.0)
+    env = make(sandbox_timeout_s=1.0) if why == "timeout" else make()  # a busy machine may be slow to start
     env.step(f"```python\n{code}\n```")
     assert terms(env, "tool_0") == {"local/exec_error": -0.5}
     assert why in env.infos["tool_0"]["feedback"]
