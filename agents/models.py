@@ -50,6 +50,7 @@ __all__ = [
     "CHATML_TEMPLATE",
     "cache_dir",
     "resolve_model",
+    "model_unavailable",
     "load_model",
     "tiny_test_model",
     "tiny_test_tokenizer",
@@ -118,6 +119,63 @@ def resolve_model(name: str) -> str:
         f"unknown model {name!r}: not a built-in ({', '.join(BUILTIN_MODELS)}), "
         "an existing local directory, or a hub id 'org/name'"
     )
+
+
+_LOCAL_PREFIXES = ("/", "./", "../", "~", ".\\", "..\\")
+_HUB_PROBE_TIMEOUT_S = 5.0
+
+
+def _hub_offline() -> bool:
+    return any(
+        os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
+        for name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
+    )
+
+
+def _hub_problem(name: str) -> str | None:
+    """Why hub id ``name`` cannot be loaded here (None: it is in the Hugging Face cache, or the
+    hub has it): it is neither cached nor reachable, or the hub does not know it."""
+    try:
+        from huggingface_hub import model_info, try_to_load_from_cache
+        from huggingface_hub.errors import RepositoryNotFoundError
+    except ImportError:  # no hf extra: load_model names the install command
+        return None
+    if isinstance(try_to_load_from_cache(name, "config.json"), str):
+        return None
+    offline = "it is not available offline: not in the Hugging Face cache"
+    if _hub_offline():
+        return offline + " and HF_HUB_OFFLINE is set"
+    try:
+        model_info(name, timeout=_HUB_PROBE_TIMEOUT_S)
+    except RepositoryNotFoundError:
+        return "the Hugging Face hub has no such model (or it is private: log in with `hf auth login`)"
+    except Exception:  # no network, a proxy, a timeout: from_pretrained would fail the same way
+        return offline + " and the hub cannot be reached"
+    return None
+
+
+def model_unavailable(name: str) -> str | None:
+    """Why ``load_model(name)`` would fail on this machine, found without loading anything
+    (None: it should load).
+
+    A name that looks like a local path (``/``, ``./``, ``../``, ``~``) must be an existing
+    directory; a hub id ``org/name`` that is no local directory must be in the Hugging Face
+    cache or, online, on the hub (a short request). Built-in names are always available.
+    """
+    if name in BUILTIN_MODELS:
+        return None
+    path = Path(name).expanduser()
+    if path.is_dir():
+        return None
+    if path.exists():
+        return "that is a file, not a model directory (one with config.json and the weights)"
+    if name.startswith(_LOCAL_PREFIXES):
+        return "no such directory"
+    if _HUB_ID.match(name):
+        problem = _hub_problem(name)
+        return None if problem is None else f"no local directory of that name, and as a hub id {problem}"
+    builtins = ", ".join(BUILTIN_MODELS)
+    return f"not a built-in ({builtins}), an existing local directory, or a hub id 'org/name'"
 
 
 def load_model(

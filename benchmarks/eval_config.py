@@ -14,7 +14,7 @@ from typing import Literal
 from agents.models import DEFAULT_MODEL
 from envs.splits import TEST_SEED_COUNT, TEST_SEED_START
 from trainers.backends import BackendConfig, check_model_backend
-from trainers.config import ConfigError
+from trainers.config import ConfigError, check_max_cycles
 
 __all__ = ["EvalConfig", "ConfigError", "POLICY_KINDS", "BASELINES"]
 
@@ -157,4 +157,5 @@ def _validate(config: EvalConfig) -> None:
                 "difficulty": "use --difficulty",
             }
             raise ConfigError(f"env_kwargs may not set {reserved!r}; {fix[reserved]}")
+    check_max_cycles(config.env_kwargs)
     check_model_backend(config.backend, config.model)

@@ -48,14 +48,26 @@ from agents.base import SamplingParams
 from benchmarks.eval_config import ConfigError, EvalConfig
 from benchmarks.eval_report import Cell, Column, markdown_tables, write_plots, write_results
 from benchmarks.eval_teams import NotApplicable, PolicyBank, RowSpec, team_rows
+from trainers.backends import check_model_available
 from trainers.cli import config_to_dict, parse_overrides
 from trainers.config import env_preset
+from trainers.errors import run_command
 from trainers.evaluation import EVAL_SEED, benchmark_metrics, check_eval_tasks, evaluate_tasks
 from trainers.records import TaskKey
 from trainers.rollout import EnvSetup
+from trainers.run_dirs import check_writable_dir
 from trainers.run_log import atomic_write_text, render_transcripts
 
-__all__ = ["EvalResults", "column_env_kwargs", "run_evaluation", "select_columns", "seed_tasks", "main"]
+__all__ = [
+    "EvalResults",
+    "check_roles",
+    "column_env_kwargs",
+    "run_evaluation",
+    "select_columns",
+    "seed_tasks",
+    "team_roles",
+    "main",
+]
 
 PACKAGES = (
     "teamgym",
@@ -146,6 +158,49 @@ def select_columns(config: EvalConfig) -> list[Column]:
             )
         columns += [Column(env_id, d) for d in wanted]
     return columns
+
+
+def team_roles(config: EvalConfig, columns: list[Column]) -> dict[str, tuple[str, ...]]:
+    """The roles of the main row's team (``--team``) per column label, from an env built with
+    the column's arguments (columns whose env has no such team are left out). Fails here, before
+    any model loads, on an ``--env-kwargs`` an env does not take.
+
+    Raises:
+        ConfigError: An env refuses the ``--env-kwargs``; names the argument and its parameters.
+    """
+    found = {}
+    for column in columns:
+        teams = envs.spec(column.env_id).teams
+        variant = config.team if teams is None or config.team in teams else next(iter(teams), config.team)
+        setup = EnvSetup(column.env_id, variant, column_env_kwargs(config, column))
+        env = setup.make_checked(config.env_kwargs, split="test", hidden=("split", "team", "difficulty"))
+        if variant == config.team:
+            found[column.label] = tuple(env.roles)
+    return found
+
+
+def check_roles(config: EvalConfig, roles: dict[str, tuple[str, ...]]) -> set[str]:
+    """The main team's roles over all columns (``roles``: per column label), after checking
+    that every ``--roles`` role is one of them (a role that only some envs have is n/a on the
+    others).
+
+    Raises:
+        ConfigError: A ``--roles`` role no evaluated env's team has; lists the valid ones.
+    """
+    every = {role for column_roles in roles.values() for role in column_roles}
+    named = [item.partition("=")[0] for item in config.roles]
+    unknown = [role for role in named if role not in every]
+    if unknown:
+        where = "; ".join(f"{label}: {', '.join(r)}" for label, r in roles.items()) or "none"
+        example = next((r[0] for r in roles.values() if r), None)
+        fix = f", e.g. --roles {example}=oracle" if example else f" (no env here has a {config.team!r} team)"
+        raise ConfigError(
+            f"roles: {', '.join(map(repr, unknown))} "
+            + ("is not a role" if len(unknown) == 1 else "are not roles")
+            + f" of the {config.team!r} team of the "
+            f"evaluated envs (their roles: {where}); name one of those{fix}"
+        )
+    return every
 
 
 def column_env_kwargs(config: EvalConfig, column: Column) -> dict[str, Any]:
@@ -291,13 +346,20 @@ def run_evaluation(config: EvalConfig, command: str | None = None) -> EvalResult
     from tqdm.auto import tqdm
 
     columns = select_columns(config)
-    roles = {role for c in columns for role in (envs.spec(c.env_id).teams or {}).get(config.team, ())}
+    roles = check_roles(config, team_roles(config, columns))
     rows = team_rows(config, roles)
     bank = PolicyBank(config)
-    if bank.checkpoint_path and any(row.uses_model for row in rows):
-        bank.trained()  # a run that does not fit the flags fails here, before anything is written
+    uses_model = any(row.uses_model for row in rows)
+    if uses_model and (config.adapters or not bank.checkpoint_path):
+        check_model_available(config.backend, config.model)
+    check_writable_dir(config.output_dir, "--output-dir")
     out_dir = _out_dir(config)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    if bank.checkpoint_path and uses_model:
+        bank.trained()  # a run that does not fit the flags fails here, before anything is written
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise ConfigError(f"cannot create {out_dir} ({err.strerror}); pass --run-name a plain name") from None
     header = _header(config, bank, rows, columns, command)
     cells: list[Cell] = []
     total = len(rows) * len(columns) * len(config.seeds)
@@ -323,22 +385,27 @@ def run_evaluation(config: EvalConfig, command: str | None = None) -> EvalResult
 
 
 def main(argv: Sequence[str] | None = None) -> EvalResults:
-    """Command-line entry point: parse, evaluate, print the tables and where they were written."""
+    """Command-line entry point: parse, evaluate, print the tables and where they were written.
+
+    A configuration mistake exits with status 2 and one line on stderr (``--debug`` or
+    ``TEAMGYM_DEBUG=1``: its traceback instead); an interrupt exits with 130.
+    """
+    return run_command("python -m benchmarks.evaluate", argv, _main)
+
+
+def _main(args: list[str]) -> EvalResults:
     overrides = parse_overrides(
         EvalConfig,
-        argv,
+        args,
         prog="python -m benchmarks.evaluate",
         description=(__doc__ or "").split("\n\n")[0],
         epilog="Fields left at None take the env's training preset (its TRAINING, envs.TrainingPreset).",
         aliases={"imports": ["--import"]},
+        debug_option=True,
     )
+    config = EvalConfig(**overrides)
     try:
-        config = EvalConfig(**overrides)
-        args = sys.argv[1:] if argv is None else list(argv)
         results = run_evaluation(config, command=shlex.join(["python", "-m", "benchmarks.evaluate", *args]))
-    except ConfigError as err:
-        print(f"python -m benchmarks.evaluate: error: {err}", file=sys.stderr)
-        raise SystemExit(2) from None
     except KeyboardInterrupt:
         print("\ninterrupted: the finished cells are in results.json (complete: false)", file=sys.stderr)
         raise SystemExit(130) from None

@@ -16,9 +16,9 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
-import pickle
 import resource
 import subprocess
 import sys
@@ -57,6 +57,32 @@ def record_batch(model: str, env_ids: list[str], tasks: int, k: int, max_new_tok
     return samples
 
 
+# Turn fields that are tuples: JSON reads them back as lists.
+_TUPLE_FIELDS = ("prompt_token_ids", "token_ids", "logprobs", "tree_node")
+
+
+def write_batch(path: Path, samples) -> None:
+    """The recorded turns as JSON, for the child processes (plain data: nothing to unpickle)."""
+    rows = []
+    for turn in samples:
+        row = {field.name: getattr(turn, field.name) for field in dataclasses.fields(turn)}
+        row["task"] = dataclasses.asdict(turn.task)
+        # Any hashable the env chose; the learner never reads it, so its text stands in.
+        row["state_key"] = repr(turn.state_key)
+        rows.append(row)
+    path.write_text(json.dumps(rows))
+
+
+def read_batch(path: Path) -> list:
+    """The turns :func:`write_batch` wrote (``state_key`` as its text)."""
+    from trainers.records import TaskKey, Turn
+
+    return [
+        Turn(**{**row, "task": TaskKey(**row["task"]), **{name: tuple(row[name]) for name in _TUPLE_FIELDS}})
+        for row in json.loads(path.read_text())
+    ]
+
+
 def child(batch_path: str, model: str, shared_prefix: bool) -> dict:
     """One learner step (in a fresh process); prints its measurements as JSON."""
     import torch
@@ -67,7 +93,7 @@ def child(batch_path: str, model: str, shared_prefix: bool) -> dict:
     from trainers.advantages import AdvantageResult
     from trainers.learner import Learner, LearnerConfig
 
-    samples = pickle.loads(Path(batch_path).read_bytes())
+    samples = read_batch(Path(batch_path))
     torch.manual_seed(0)
     policy = HFPolicy(model)
     team = Team.shared(envs.make(samples[0].task.env_id), policy)
@@ -113,8 +139,8 @@ def main(argv: list[str] | None = None) -> list[dict]:
 
     samples = record_batch(args.model, args.envs.split(","), args.tasks, args.k, args.max_new_tokens)
     with tempfile.TemporaryDirectory() as tmp:
-        batch_path = Path(tmp) / "batch.pkl"
-        batch_path.write_bytes(pickle.dumps(samples))
+        batch_path = Path(tmp) / "batch.json"
+        write_batch(batch_path, samples)
         runs = {}
         for mode in ("off", "on"):
             cmd = [sys.executable, "-m", "benchmarks.learner", "--child", mode, "--batch", str(batch_path)]

@@ -7,6 +7,12 @@
 * Without bubblewrap the sandbox refuses to run code unless the user opts in to host
   access; the suite opts in for itself (its programs are its own), unless
   ``TEAMGYM_REQUIRE_BWRAP=1`` (``.ci/run`` sets it): then the isolated mode must work.
+* Tests never depend on how fast the machine is. A test that waits on a subprocess (a
+  training command, a CLI, a helper interpreter) waits ``SUBPROCESS_TIMEOUT_S`` before
+  calling it hung: an hour by default, since CI kills the whole run at 90 minutes anyway
+  (``TEAMGYM_TEST_TIMEOUT_S`` sets another value). Hypothesis has no per-example deadline
+  and no too-slow health check (profile ``teamgym``). Parse-time tests compare growth with
+  the input size (``tests.envs.conftest.assert_linear_time``), not a fixed budget.
 """
 
 from __future__ import annotations
@@ -15,6 +21,13 @@ import importlib.util
 import os
 
 import pytest
+from hypothesis import HealthCheck, settings
+
+SUBPROCESS_TIMEOUT_S = float(os.environ.get("TEAMGYM_TEST_TIMEOUT_S", 3600))
+"""How long a test waits on a subprocess before calling it hung (a hang guard, not a speed check)."""
+
+settings.register_profile("teamgym", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("teamgym")
 
 
 def pytest_configure(config):
@@ -22,7 +35,9 @@ def pytest_configure(config):
 
     if shutil.which("bwrap") is None:
         if os.environ.get("TEAMGYM_REQUIRE_BWRAP") == "1":
-            raise pytest.UsageError("TEAMGYM_REQUIRE_BWRAP=1 but bwrap is not on PATH: apt install bubblewrap")
+            raise pytest.UsageError(
+                "TEAMGYM_REQUIRE_BWRAP=1 but bwrap is not on PATH: apt install bubblewrap"
+            )
         os.environ.setdefault("TEAMGYM_SANDBOX_ALLOW_HOST_ACCESS", "1")
 
 

@@ -18,7 +18,8 @@ Run directory (``<output_dir>/<run_name>``):
     transcripts/       a few evaluation episodes per evaluation, prompts and replies
     episodes/          train_step_<N>.jsonl: every training episode's replies and outcome
                        (python -m trainers.sft --demos <run> warm-starts on the successes)
-    checkpoints/       step_<N>/: trained weights (safetensors), optimiser, RNG, step; atomic
+    checkpoints/       step_<N>/: trained weights, optimiser, RNG, step (safetensors + JSON, no
+                       pickle) and a manifest; atomic; --resume skips a broken newest one
 
 Everything a step does is a function of (config, step, weights): task seeds and sampler
 seeds come from (seed, step), so ``--resume`` from the last checkpoint reproduces the
@@ -42,11 +43,13 @@ import envs
 from agents.base import SamplingParams
 from agents.team import Team
 from trainers.advantages import compute_advantages
+from trainers.backends import check_model_available
 from trainers.checkpoint import (
     init_checkpoint,
     latest_checkpoint,
     load_checkpoint,
     load_initial_weights,
+    resume_checkpoint,
     save_checkpoint,
 )
 from trainers.cli import config_to_dict, parse_overrides
@@ -59,11 +62,12 @@ from trainers.config import (
     resolve_config,
 )
 from trainers.episode_store import drop_episodes_after, write_episodes
+from trainers.errors import run_command
 from trainers.evaluation import EvalResult, episode_metrics, evaluate, sample_metrics
 from trainers.learner import Learner
 from trainers.records import Episode
 from trainers.rollout import rollout_for_step, training_sampling
-from trainers.run_dirs import load_saved_config, new_run_dir
+from trainers.run_dirs import check_writable_dir, load_saved_config, new_run_dir
 from trainers.run_log import RunLogger, atomic_write_text, read_jsonl
 from trainers.teams import build_team, served_policies, sync_served_weights
 
@@ -229,16 +233,20 @@ def train(config: TrainConfig, initial_eval: dict[str, float] | None = None) -> 
     evaluation of identical weights gives identical results); logged instead of re-evaluating.
     """
     started = time.perf_counter()
+    given_env_kwargs = dict(config.env_kwargs)  # the user's; the preset's are the env's own business
     config = resolve_config(config)
-    env = config.env_setup.make()  # fails early on bad env_kwargs
+    # Every user mistake fails here, in seconds, before any model loads.
+    env = config.env_setup.make_checked(given_env_kwargs)
     check_required_role(config, tuple(env.roles))  # envs that declare no TEAMS are checked here
+    check_model_available(config.backend, config.model)
     if config.init and not config.resume:
         try:
-            init_checkpoint(config.init, model=config.model)  # fail before any model loads
+            init_checkpoint(config.init, model=config.model)
         except (FileNotFoundError, ValueError) as err:
             raise ConfigError(str(err)) from None
+    check_writable_dir(config.resume or config.output_dir, "--resume" if config.resume else "--output-dir")
     run_dir = Path(config.resume) if config.resume else _new_run_dir(config)
-    checkpoint = latest_checkpoint(run_dir) if config.resume else None
+    checkpoint = resume_checkpoint(run_dir) if config.resume else None  # newest intact one
     _seed_everything(config.seed)  # LoRA initialisation draws from the global torch RNG
     team = build_team(config, env)
     learner = Learner(team, config.learner_config())
@@ -372,21 +380,27 @@ def parse_train_args(argv: Sequence[str] | None = None, *, algo: str = "at_grpo"
         description=(__doc__ or "").split("\n\n")[0]
         + ("" if algo == "at_grpo" else f"\nThis alias sets --algo {algo}."),
         epilog="Fields left at None take the env's training preset (its TRAINING, envs.TrainingPreset).",
+        debug_option=True,
     )
 
 
 def main(argv: Sequence[str] | None = None, *, algo: str = "at_grpo") -> int:
-    """Command-line entry point; ``algo`` is the preset of ``--algo`` (the aliases set it)."""
+    """Command-line entry point; ``algo`` is the preset of ``--algo`` (the aliases set it).
+
+    Returns 0, or 130 when interrupted. A configuration mistake exits with status 2 and one
+    line on stderr (``--debug`` or ``TEAMGYM_DEBUG=1``: its traceback instead).
+    """
+    return run_command(f"python -m trainers.{algo}", argv, lambda args: _main(args, algo))
+
+
+def _main(argv: list[str], algo: str) -> int:
     overrides = parse_train_args(argv, algo=algo)
+    if overrides.get("resume"):
+        config = load_run_config(overrides["resume"], overrides)
+    else:
+        config = TrainConfig(**{"algo": algo, **overrides})
     try:
-        if overrides.get("resume"):
-            config = load_run_config(overrides["resume"], overrides)
-        else:
-            config = TrainConfig(**{"algo": algo, **overrides})
         summary = train(config)
-    except ConfigError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
     except KeyboardInterrupt:
         return 130  # train() printed how to resume
     print(format_summary(summary))

@@ -38,6 +38,7 @@ __all__ = [
     "register_backend",
     "policy_factory",
     "check_model_backend",
+    "check_model_available",
 ]
 
 
@@ -113,6 +114,8 @@ def _vllm(config: BackendConfig, model: str, serving: ServingOptions) -> PolicyF
 BACKENDS: dict[str, BackendBuilder] = {"hf": _hf, "vllm": _vllm}
 # Backends that load weights from a directory, so they cannot serve the in-process tiny test model.
 _NEEDS_MODEL_DIRECTORY = {"vllm"}
+# Backends that load models by agents.models' names (built-ins, local directories, hub ids).
+_AGENTS_MODEL_NAMES = frozenset({"hf", "vllm"})
 
 
 def register_backend(name: str, builder: BackendBuilder, *, needs_model_directory: bool = False) -> None:
@@ -152,3 +155,23 @@ def policy_factory(config: BackendConfig, model: str, serving: ServingOptions | 
         raise ConfigError(f"backend={config.backend!r} is not registered; choose one of {sorted(BACKENDS)}")
     check_model_backend(config.backend, model)
     return builder(config, model, serving or ServingOptions())
+
+
+def check_model_available(backend: str, model: str, option: str = "--model") -> None:
+    """Refuse a model that is not on this machine (a local path that does not exist, a hub id
+    that is neither cached nor reachable) before anything loads; backends registered by users
+    take their own model names and are not checked.
+
+    Raises:
+        ConfigError: Naming ``option`` and what to pass instead.
+    """
+    if backend not in _AGENTS_MODEL_NAMES:
+        return
+    from agents.models import DEFAULT_MODEL, model_unavailable
+
+    problem = model_unavailable(model)
+    if problem is not None:
+        raise ConfigError(
+            f"{option} {model}: {problem}; pass an existing model directory, or --model {DEFAULT_MODEL} "
+            "(the default, available offline)"
+        )

@@ -1,34 +1,63 @@
-"""Atomic training checkpoints: trainable weights, optimiser states, RNG states and step.
+"""Atomic, pickle-free training checkpoints: trainable weights, optimiser states, RNG states
+and step, each checkpoint sealed by a manifest so that a broken one is noticed and skipped.
 
-Layout of ``<run dir>/checkpoints/step_<N>/``:
+Layout of ``<run dir>/checkpoints/step_<N>/`` (tensors in safetensors, the rest in JSON;
+nothing is unpickled, so loading a run directory someone else made runs none of its code):
 
 * ``weights.safetensors``: every learner unit's trainable parameters, keyed
   ``"<unit name>/<parameter name>"`` (the LoRA parameters of an adapter unit, all
   parameters of a full-model unit);
-* ``optimizer.pt``: each unit's optimiser ``state_dict``;
-* ``rng.pt``: Python, NumPy and torch global RNG states;
-* ``state.json``: the step and whatever the trainer adds (its written last, so a
-  directory with ``state.json`` is complete).
+* ``optimizer.safetensors`` + ``optimizer.json``: each unit's optimiser ``state_dict``. The
+  tensors (AdamW's moments and its 0-dim ``step`` counters) are in the safetensors file under
+  their path in the state dict, e.g. ``"<unit name>/state/<param index>/exp_avg"``; the JSON
+  holds the rest (``param_groups``, plain state entries) with ``{"__tensor__": "<path>"}`` in
+  each tensor's place, ``{"__tuple__": [...]}`` for tuples and ``{"__items__": [[key, value],
+  ...]}`` for dicts with non-string keys, so the reloaded ``state_dict`` is identical (types,
+  dtypes and all);
+* ``rng.safetensors`` + ``rng.json``: the global RNG states in the same encoding: Python's
+  ``random.getstate()``, NumPy's ``np.random.get_state(legacy=False)`` (its uint32 key as a
+  list of ints) and torch's CPU generator state (a uint8 tensor);
+* ``state.json``: the step and whatever the trainer adds;
+* ``manifest.json``: the size and SHA-256 of each file above; written last.
 
-A checkpoint is written into a temporary sibling directory, fsynced, then renamed into
-place, so a run killed at any moment leaves either the previous checkpoint or the new one,
-never a half-written one. ``latest_checkpoint`` ignores temporary directories.
+Saving writes a temporary sibling directory (``.tmp-step_<N>-<pid>``, always ignored), fsyncs
+every file, then writes and fsyncs the manifest, and renames the directory into place. A run
+killed at any moment leaves either the previous checkpoints or the new one complete.
+
+Loading (``resume_checkpoint`` for ``--resume``, ``latest_checkpoint``, ``load_checkpoint``)
+verifies the manifest and loads every file. If the newest checkpoint is broken (no or a
+mismatched manifest, a truncated, empty or missing file, a file that does not parse), a
+``RuntimeWarning`` names the directory and the reason and the next newest intact checkpoint is
+used; saving keeps the newest ``keep`` (default 2) complete checkpoints so that there is one to
+fall back to. With checkpoints but none intact, ``resume_checkpoint`` raises ``ConfigError``
+naming the run and what to do.
+
+The old format (``optimizer.pt`` and ``rng.pt``, no manifest) needs pickle, which can run any
+code a file carries, so it is never loaded for resuming: such a run cannot be resumed (start
+afresh, or start a new run from its weights with ``--init``). Its ``weights.safetensors``
+still serves weights-only uses (evaluating the run, ``--init``), which need no pickle.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import random
 import shutil
-from collections.abc import Mapping
+import warnings
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 
+from trainers.errors import ConfigError
+
 __all__ = [
+    "CheckpointError",
     "save_checkpoint",
     "load_checkpoint",
     "load_weights",
@@ -36,11 +65,29 @@ __all__ = [
     "init_checkpoint",
     "find_checkpoint",
     "latest_checkpoint",
+    "resume_checkpoint",
     "list_checkpoints",
 ]
 
 _PREFIX = "step_"
 _TMP = ".tmp-"
+_MANIFEST = "manifest.json"
+_FORMAT = 1
+_WEIGHTS = "weights.safetensors"
+_STATE = "state.json"
+# Every file of a checkpoint but the manifest; all of them are in the manifest.
+_FILES = (_WEIGHTS, "optimizer.safetensors", "optimizer.json", "rng.safetensors", "rng.json", _STATE)
+_LEGACY_FILES = ("optimizer.pt", "rng.pt")  # the old format's pickles: never opened
+_TENSOR, _TUPLE, _ITEMS = "__tensor__", "__tuple__", "__items__"
+_TAGS = (_TENSOR, _TUPLE, _ITEMS)
+_LEGACY_REASON = (
+    "old checkpoint format (optimizer.pt, rng.pt): it needs pickle to load, and unpickling can run "
+    "any code the file carries, so it is no longer loaded"
+)
+
+
+class CheckpointError(ConfigError):
+    """A checkpoint directory is broken or of the old pickle format; the message says why."""
 
 
 def _checkpoint_dir(run_dir: Path, step: int) -> Path:
@@ -70,6 +117,166 @@ def _fsync_file(path: Path) -> None:
         os.fsync(handle.fileno())
 
 
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+# --- tensors + plain data: the encoding of optimiser and RNG states -------------------------
+
+
+def _child(key: str, part: Any) -> str:
+    return f"{key}/{part}" if key else str(part)
+
+
+def _encode(value: Any, key: str, tensors: dict[str, torch.Tensor]) -> Any:
+    """JSON-able form of ``value``; its tensors go into ``tensors`` under their path ``key``.
+
+    JSON alone would turn tuples into lists and int dict keys into strings, which
+    ``load_state_dict`` and ``random.setstate`` do not all forgive, so both are tagged.
+    """
+    if isinstance(value, torch.Tensor):
+        if key in tensors:
+            raise ValueError(f"two tensors of a checkpoint would share the key {key!r}")
+        tensors[key] = value.detach().cpu().contiguous()
+        return {_TENSOR: key}
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    if isinstance(value, tuple):
+        return {_TUPLE: [_encode(v, _child(key, i), tensors) for i, v in enumerate(value)]}
+    if isinstance(value, list):
+        return [_encode(v, _child(key, i), tensors) for i, v in enumerate(value)]
+    if isinstance(value, Mapping):
+        if all(isinstance(k, str) and k not in _TAGS for k in value):
+            return {k: _encode(v, _child(key, k), tensors) for k, v in value.items()}
+        pairs = [[_encode(k, "", {}), _encode(v, _child(key, k), tensors)] for k, v in value.items()]
+        return {_ITEMS: pairs}
+    # Fail at save time, not at resume time: anything else would need pickle.
+    raise TypeError(f"checkpoint entry {key!r} is a {type(value).__name__}: only tensors and plain data")
+
+
+def _decode(value: Any, tensors: Mapping[str, torch.Tensor]) -> Any:
+    """Inverse of :func:`_encode`."""
+    if isinstance(value, list):
+        return [_decode(v, tensors) for v in value]
+    if not isinstance(value, dict):
+        return value
+    if len(value) == 1 and next(iter(value)) in _TAGS:
+        tag, inner = next(iter(value.items()))
+        if tag == _TENSOR:
+            return tensors[inner]
+        if tag == _TUPLE:
+            return tuple(_decode(v, tensors) for v in inner)
+        return {_decode(k, tensors): _decode(v, tensors) for k, v in inner}
+    return {k: _decode(v, tensors) for k, v in value.items()}
+
+
+def _write_tree(directory: Path, stem: str, tree: Any) -> None:
+    """``tree`` as ``<stem>.safetensors`` (its tensors) and ``<stem>.json`` (everything else)."""
+    from safetensors.torch import save_file
+
+    tensors: dict[str, torch.Tensor] = {}
+    plain = _encode(tree, "", tensors)
+    save_file(tensors, str(directory / f"{stem}.safetensors"))
+    (directory / f"{stem}.json").write_text(json.dumps(plain))
+
+
+def _load_part(path: Path, load: Callable[[Path], Any]) -> Any:
+    """``load(path)``, any failure reported as a broken checkpoint naming the file."""
+    try:
+        return load(path)
+    except Exception as err:  # whatever a damaged file makes a parser raise: the file is broken
+        raise CheckpointError(f"{path.name} does not load ({type(err).__name__}: {err})") from err
+
+
+def _read_tree(directory: Path, stem: str) -> Any:
+    from safetensors.torch import load_file
+
+    tensors = _load_part(directory / f"{stem}.safetensors", lambda p: load_file(str(p)))
+    plain = _load_part(directory / f"{stem}.json", lambda p: json.loads(p.read_text()))
+    return _load_part(directory / f"{stem}.json", lambda _: _decode(plain, tensors))
+
+
+# --- RNG states ------------------------------------------------------------------------------
+
+
+def _rng_states() -> dict[str, Any]:
+    numpy_state = np.random.get_state(legacy=False)
+    # The MT19937 key is a uint32 array: a list of ints in JSON (exact), an array again on load.
+    numpy_state["state"] = {**numpy_state["state"], "key": numpy_state["state"]["key"].tolist()}
+    return {"python": random.getstate(), "numpy": numpy_state, "torch": torch.get_rng_state()}
+
+
+def _numpy_state(saved: Mapping[str, Any]) -> dict[str, Any]:
+    return {**saved, "state": {**saved["state"], "key": np.asarray(saved["state"]["key"], dtype=np.uint32)}}
+
+
+def _check_rng(rng: Mapping[str, Any]) -> None:
+    """Set the states on private generators: a bad state fails here, before any global changes."""
+    random.Random().setstate(rng["python"])
+    np.random.RandomState().set_state(_numpy_state(rng["numpy"]))
+    torch.Generator().set_state(rng["torch"])
+
+
+def _set_rng(rng: Mapping[str, Any]) -> None:
+    random.setstate(rng["python"])
+    np.random.set_state(_numpy_state(rng["numpy"]))
+    torch.set_rng_state(rng["torch"])
+
+
+# --- manifest --------------------------------------------------------------------------------
+
+
+def _write_manifest(directory: Path) -> None:
+    files = {
+        name: {"size": (directory / name).stat().st_size, "sha256": _sha256(directory / name)}
+        for name in _FILES
+    }
+    (directory / _MANIFEST).write_text(json.dumps({"format": _FORMAT, "files": files}, indent=2))
+
+
+def _is_legacy(path: Path) -> bool:
+    return not (path / _MANIFEST).exists() and any((path / name).exists() for name in _LEGACY_FILES)
+
+
+def _verify_manifest(path: Path, names: tuple[str, ...] = _FILES) -> None:
+    """Check files ``names`` of checkpoint ``path`` against its manifest (size, then SHA-256).
+
+    Raises:
+        CheckpointError: No manifest, an unreadable one, or a file missing or not as recorded.
+    """
+    if not (path / _MANIFEST).is_file():
+        raise CheckpointError(
+            _LEGACY_REASON if _is_legacy(path) else "no manifest.json (the save never finished)"
+        )
+    manifest = _load_part(path / _MANIFEST, lambda p: json.loads(p.read_text()))
+    try:
+        if manifest["format"] != _FORMAT:
+            raise ValueError(f"format {manifest['format']!r}, this version reads format {_FORMAT}")
+        recorded = {
+            name: (int(manifest["files"][name]["size"]), str(manifest["files"][name]["sha256"]))
+            for name in names
+        }
+    except (KeyError, TypeError, ValueError) as err:
+        raise CheckpointError(f"manifest.json is not a valid manifest ({type(err).__name__}: {err})") from err
+    for name, (size, sha256) in recorded.items():
+        file = path / name
+        if not file.is_file():
+            raise CheckpointError(f"{name} is missing")
+        if file.stat().st_size != size:
+            raise CheckpointError(
+                f"{name} has {file.stat().st_size} bytes, the manifest says {size} (truncated?)"
+            )
+        if _sha256(file) != sha256:
+            raise CheckpointError(f"{name} does not match its SHA-256 in manifest.json (corrupted)")
+
+
+# --- saving ----------------------------------------------------------------------------------
+
+
 def save_checkpoint(
     run_dir: str | Path, step: int, learner: Any, state: Mapping[str, Any], keep: int = 2
 ) -> Path:
@@ -80,8 +287,13 @@ def save_checkpoint(
         step: Completed training steps.
         learner: A ``trainers.learner.Learner`` (its units' parameters and optimisers).
         state: JSON-serialisable trainer state stored in ``state.json`` (plus ``step``).
-        keep: How many checkpoints to keep (older ones are deleted after the new one is
-            complete); at least 1.
+        keep: How many complete checkpoints to keep (older ones are deleted after the new one
+            is complete); at least 1. With 2 or more there is an older one to fall back to
+            when the newest turns out broken.
+
+    Raises:
+        TypeError: An optimiser state entry is neither a tensor nor plain data (it would
+            need pickle).
     """
     from safetensors.torch import save_file
 
@@ -90,65 +302,228 @@ def save_checkpoint(
     tmp = final.with_name(f"{_TMP}{final.name}-{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
-    save_file(_unit_tensors(learner), str(tmp / "weights.safetensors"))
-    torch.save(
-        {name: unit.optimizer.state_dict() for name, unit in learner.units.items()}, tmp / "optimizer.pt"
-    )
-    torch.save(
-        {"python": random.getstate(), "numpy": np.random.get_state(), "torch": torch.get_rng_state()},
-        tmp / "rng.pt",
-    )
-    (tmp / "state.json").write_text(json.dumps({**state, "step": step}, indent=2))
-    for child in tmp.iterdir():
-        _fsync_file(child)
+    save_file(_unit_tensors(learner), str(tmp / _WEIGHTS))
+    _write_tree(tmp, "optimizer", {name: unit.optimizer.state_dict() for name, unit in learner.units.items()})
+    _write_tree(tmp, "rng", _rng_states())
+    (tmp / _STATE).write_text(json.dumps({**state, "step": step}, indent=2))
+    for name in _FILES:
+        _fsync_file(tmp / name)
+    # The manifest last, once everything it vouches for is on disk: a manifest that matches
+    # means the checkpoint is whole.
+    _write_manifest(tmp)
+    _fsync_file(tmp / _MANIFEST)
     _fsync_dir(tmp)
     if final.exists():  # a redone step after resume: replace the old one
         shutil.rmtree(final)
     os.replace(tmp, final)
     _fsync_dir(final.parent)
-    for old in list_checkpoints(run_dir)[: -max(1, keep)]:
-        shutil.rmtree(old, ignore_errors=True)
+    _prune(run_dir, step, keep)
     return final
 
 
+def _prune(run_dir: Path, step: int, keep: int) -> None:
+    """Keep the newest ``keep`` complete checkpoints up to ``step``; delete the rest.
+
+    Complete means the save finished (a manifest): a checkpoint that lost its manifest does
+    not count, so the one to fall back to survives. Checkpoints after ``step`` are left from
+    the attempt a resume fell back from (broken, or the run would have resumed from them):
+    the run redoes those steps, so they go too.
+    """
+    checkpoints = list_checkpoints(run_dir)
+    complete = [p for p in checkpoints if _step(p) <= step and (p / _MANIFEST).is_file()]
+    kept = set(complete[-max(1, keep) :])
+    for old in checkpoints:
+        if old not in kept:
+            shutil.rmtree(old, ignore_errors=True)
+
+
+# --- finding and checking checkpoints --------------------------------------------------------
+
+
+def _step(path: Path) -> int:
+    return int(path.name[len(_PREFIX) :])
+
+
 def list_checkpoints(run_dir: str | Path) -> list[Path]:
-    """Complete checkpoints of a run, oldest first."""
+    """A run's checkpoint directories, oldest first: those renamed into place (not the
+    temporary ones of an unfinished save), intact or not."""
     root = Path(run_dir) / "checkpoints"
     if not root.is_dir():
         return []
-    found = [p for p in root.iterdir() if p.name.startswith(_PREFIX) and (p / "state.json").is_file()]
-    return sorted(found, key=lambda p: int(p.name[len(_PREFIX) :]))
+    found = [
+        p
+        for p in root.iterdir()
+        if p.is_dir() and p.name.startswith(_PREFIX) and p.name[len(_PREFIX) :].isdigit()
+    ]
+    return sorted(found, key=_step)
+
+
+def _read_state(path: Path) -> dict[str, Any]:
+    state = _load_part(path / _STATE, lambda p: json.loads(p.read_text()))
+    if not isinstance(state, dict) or not isinstance(state.get("step"), int):
+        raise CheckpointError(f"{_STATE} holds no integer step")
+    return state
+
+
+def _check_legacy(path: Path) -> None:
+    """An old-format checkpoint's weights and step are readable (its pickles stay unopened)."""
+    from safetensors import safe_open
+
+    def header(file: Path) -> None:
+        with safe_open(str(file), "pt") as weights:  # checks the header covers the whole file
+            weights.keys()
+
+    _load_part(path / _WEIGHTS, header)
+    _read_state(path)
+
+
+def _problem(path: Path, full: bool) -> str | None:
+    """Why checkpoint ``path`` cannot be used, or ``None``: all of it for resuming, or only
+    its weights and step (evaluation, ``--init``), which an old-format checkpoint still has."""
+    try:
+        if full:
+            _read(path)
+        elif _is_legacy(path):
+            _check_legacy(path)
+        else:
+            _verify_manifest(path, (_WEIGHTS, _STATE))
+    except CheckpointError as err:
+        return str(err)
+    return None
+
+
+def _scan(run_dir: str | Path, full: bool) -> tuple[Path | None, dict[Path, str]]:
+    """The newest usable checkpoint (or ``None``) and why each newer one is not, warning
+    about each of those as it is skipped."""
+    problems: dict[Path, str] = {}
+    for path in reversed(list_checkpoints(run_dir)):
+        problem = _problem(path, full)
+        if problem is None:
+            return path, problems
+        problems[path] = problem
+        warnings.warn(
+            f"checkpoint {path} is broken, falling back to an older one: {problem}",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+    return None, problems
+
+
+def latest_checkpoint(run_dir: str | Path, *, weights_only: bool = False) -> Path | None:
+    """The newest intact checkpoint, or ``None``; each newer broken one is skipped with a
+    ``RuntimeWarning`` that names it and says why.
+
+    Args:
+        run_dir: The run directory.
+        weights_only: Only its weights and step are needed (evaluation, ``--init``): the
+            optimiser and RNG files are not checked, and an old-format checkpoint will do.
+    """
+    return _scan(run_dir, full=not weights_only)[0]
+
+
+def resume_checkpoint(run_dir: str | Path) -> Path | None:
+    """The checkpoint ``--resume`` continues from: the newest intact one, warning about each
+    newer broken one; ``None`` when the run has no checkpoint yet (it restarts at step 0).
+
+    Raises:
+        ConfigError: The run has checkpoints but none is intact, or only old-format ones
+            (they need pickle); the message names the run and what to do.
+    """
+    found, problems = _scan(run_dir, full=True)
+    if found is not None or not problems:
+        return found
+    if all(_is_legacy(path) for path in problems):
+        raise ConfigError(
+            f"run {run_dir} cannot be resumed: its checkpoints are in the {_LEGACY_REASON}. Start it "
+            f"afresh (the same command without --resume), or start a new run from its trained weights "
+            f"with --init {run_dir} (they are safetensors, no pickle)"
+        )
+    reasons = "; ".join(f"{path.name}: {problem}" for path, problem in problems.items())
+    raise ConfigError(
+        f"run {run_dir} has no intact checkpoint to resume from ({reasons}). Start the run afresh "
+        f"(the same command without --resume), after deleting {run_dir} if you no longer need it"
+    )
 
 
 def find_checkpoint(path: str | Path) -> tuple[Path, Path]:
-    """``(run dir, checkpoint dir)`` for a run directory (its newest complete checkpoint) or
-    for one checkpoint directory (``<run dir>/checkpoints/step_<N>``).
+    """``(run dir, checkpoint dir)`` for a run directory (its newest intact checkpoint) or for
+    one checkpoint directory (``<run dir>/checkpoints/step_<N>``), for weights-only use.
 
     Raises:
-        FileNotFoundError: ``path`` is neither, or the run has no complete checkpoint yet;
-            the message says what was expected there.
+        FileNotFoundError: ``path`` is neither, or the run has no checkpoint yet; the message
+            says what was expected there.
+        ConfigError: The checkpoint (or every checkpoint of the run) is broken.
     """
     path = Path(path).expanduser()
-    if (path / "state.json").is_file() and path.parent.name == "checkpoints":
+    if path.is_dir() and path.parent.name == "checkpoints" and path.name.startswith(_PREFIX):
+        problem = _problem(path, full=False)
+        if problem is not None:
+            raise CheckpointError(
+                f"checkpoint {path} is broken: {problem}; pass its run directory to use the newest intact one"
+            )
         return path.parent.parent, path
     if (path / "config.json").is_file():
-        checkpoint = latest_checkpoint(path)
+        checkpoint, problems = _scan(path, full=False)
+        if checkpoint is None and problems:
+            raise CheckpointError(f"run {path} has no intact checkpoint ({'; '.join(problems.values())})")
         if checkpoint is None:
             raise FileNotFoundError(
-                f"run {path} has no complete checkpoint yet (checkpoints/step_<N>/state.json); "
+                f"run {path} has no complete checkpoint yet (checkpoints/step_<N>/); "
                 "train it for at least one step first"
             )
         return path, checkpoint
     raise FileNotFoundError(
         f"{path} is not a training run (no config.json) nor one of its checkpoints "
-        "(checkpoints/step_<N>/ with state.json); pass the run directory python -m trainers.at_grpo printed"
+        "(checkpoints/step_<N>/); pass the run directory python -m trainers.at_grpo printed"
     )
 
 
-def latest_checkpoint(run_dir: str | Path) -> Path | None:
-    """The newest complete checkpoint, or ``None``."""
-    checkpoints = list_checkpoints(run_dir)
-    return checkpoints[-1] if checkpoints else None
+# --- loading ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Contents:
+    """Everything a checkpoint holds, read and checked, not yet applied to a learner."""
+
+    weights: dict[str, torch.Tensor]
+    optimizers: dict[str, Any]
+    rng: dict[str, Any]
+    state: dict[str, Any]
+
+
+def _read(path: Path) -> _Contents:
+    """Read checkpoint ``path`` whole, verified against its manifest.
+
+    Raises:
+        CheckpointError: Anything that keeps it from loading; the message names the file.
+    """
+    from safetensors.torch import load_file
+
+    _verify_manifest(path)
+    state = _read_state(path)
+    weights = _load_part(path / _WEIGHTS, lambda p: load_file(str(p)))
+    optimizers = _read_tree(path, "optimizer")
+    if not isinstance(optimizers, dict):
+        raise CheckpointError("optimizer.json holds no per-unit optimiser states")
+    rng = _read_tree(path, "rng")
+    _load_part(path / "rng.json", lambda _: _check_rng(rng))
+    return _Contents(weights, optimizers, rng, state)
+
+
+def _copy_weights(saved: Mapping[str, torch.Tensor], learner: Any, path: Path) -> None:
+    """Copy ``saved`` (``"<unit>/<parameter name>" -> tensor``) into the learner's units."""
+    current = _unit_tensors(learner)
+    if set(saved) != set(current):
+        missing, unexpected = sorted(set(current) - set(saved)), sorted(set(saved) - set(current))
+        raise ValueError(
+            f"checkpoint {path} does not match this run's model: missing {missing[:3]}, unexpected "
+            f"{unexpected[:3]}; load it into the team its run trained (the run's config.json)"
+        )
+    with torch.no_grad():
+        for name, unit in learner.units.items():
+            names = {id(p): n for n, p in unit.policy.model.named_parameters()}
+            for parameter in unit.parameters:
+                parameter.copy_(saved[f"{name}/{names[id(parameter)]}"].to(parameter.device))
 
 
 def load_weights(path: str | Path, learner: Any) -> None:
@@ -162,19 +537,7 @@ def load_weights(path: str | Path, learner: Any) -> None:
     from safetensors.torch import load_file
 
     path = Path(path)
-    saved = load_file(str(path / "weights.safetensors"))
-    current = _unit_tensors(learner)
-    if set(saved) != set(current):
-        missing, unexpected = sorted(set(current) - set(saved)), sorted(set(saved) - set(current))
-        raise ValueError(
-            f"checkpoint {path} does not match this run's model: missing {missing[:3]}, unexpected "
-            f"{unexpected[:3]}; load it into the team its run trained (the run's config.json)"
-        )
-    with torch.no_grad():
-        for name, unit in learner.units.items():
-            names = {id(p): n for n, p in unit.policy.model.named_parameters()}
-            for parameter in unit.parameters:
-                parameter.copy_(saved[f"{name}/{names[id(parameter)]}"].to(parameter.device))
+    _copy_weights(load_file(str(path / _WEIGHTS)), learner, path)
 
 
 def init_checkpoint(path: str | Path, *, model: str) -> Path:
@@ -251,20 +614,26 @@ def load_initial_weights(path: str | Path, learner: Any, *, model: str) -> Path:
 def load_checkpoint(path: str | Path, learner: Any) -> dict[str, Any]:
     """Restore the learner's parameters and optimisers and the global RNGs from ``path``.
 
+    The whole checkpoint is read and checked first, so a broken one changes nothing.
+
     Returns:
         The ``state.json`` contents (``step`` included).
 
     Raises:
+        CheckpointError: The checkpoint is broken or of the old pickle format (a
+            ``ConfigError``); :func:`resume_checkpoint` picks one that is not.
         ValueError: The checkpoint does not match the learner (other units or parameters);
             the message names what differs.
     """
     path = Path(path)
-    load_weights(path, learner)
-    optimizers = torch.load(path / "optimizer.pt", weights_only=False)
+    contents = _read(path)
+    if set(contents.optimizers) != set(learner.units):
+        raise ValueError(
+            f"checkpoint {path} holds optimiser states of {sorted(contents.optimizers)}, this run trains "
+            f"{sorted(learner.units)}; load it into the team its run trained (the run's config.json)"
+        )
+    _copy_weights(contents.weights, learner, path)
     for name, unit in learner.units.items():
-        unit.optimizer.load_state_dict(optimizers[name])
-    rng = torch.load(path / "rng.pt", weights_only=False)
-    random.setstate(rng["python"])
-    np.random.set_state(rng["numpy"])
-    torch.set_rng_state(rng["torch"])
-    return json.loads((path / "state.json").read_text())
+        unit.optimizer.load_state_dict(contents.optimizers[name])
+    _set_rng(contents.rng)
+    return contents.state

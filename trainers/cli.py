@@ -31,6 +31,8 @@ from dataclasses import dataclass
 from itertools import pairwise
 from typing import Any, Literal, Union
 
+from trainers.errors import DEBUG_FLAG, DEBUG_HELP
+
 __all__ = ["FieldDoc", "build_parser", "config_from_dict", "config_to_dict", "field_docs", "parse_overrides"]
 
 DEFAULT_GROUP = "options"
@@ -198,6 +200,14 @@ def _type_kwargs(name: str, tp: Any, option: str) -> dict[str, Any]:
     raise TypeError(f"field {name!r} has type {tp!r}, which build_parser cannot parse from a command line")
 
 
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose usage errors are one line (the usage of every field is
+    screens long): ``<prog>: error: <message>; <prog> --help lists the options``, status 2."""
+
+    def error(self, message: str) -> typing.NoReturn:
+        self.exit(2, f"{self.prog}: error: {message}; {self.prog} --help lists the options\n")
+
+
 def _default_text(f: dataclasses.Field) -> str:
     default = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
     return "no default" if default is dataclasses.MISSING else f"default: {default!r}"
@@ -210,6 +220,7 @@ def build_parser(
     description: str,
     aliases: Mapping[str, Sequence[str]] = _NO_ALIASES,
     epilog: str | None = None,
+    debug_option: bool = False,
 ) -> argparse.ArgumentParser:
     """An argument parser with one option per field of dataclass ``cls``.
 
@@ -223,6 +234,8 @@ def build_parser(
         description: Text above the options, kept as written.
         aliases: Extra option strings per field name, e.g. ``{"num_generations": ["-K"]}``.
         epilog: Text below the options, kept as written.
+        debug_option: List ``--debug`` (the command runs through ``trainers.errors.run_command``,
+            which takes it off the command line before parsing).
 
     Raises:
         TypeError: A field has no docstring or a type the command line cannot express.
@@ -233,7 +246,7 @@ def build_parser(
     unknown = sorted(set(aliases) - set(docs))
     if unknown:
         raise ValueError(f"aliases name unknown fields {unknown}; fields: {sorted(docs)}")
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog=prog,
         description=description,
         epilog=epilog,
@@ -256,6 +269,8 @@ def build_parser(
         kwargs = _type_kwargs(f.name, hints[f.name], option)
         group = groups[info.group]
         group.add_argument(*names, dest=f.name, default=argparse.SUPPRESS, help=help_text, **kwargs)
+    if debug_option:
+        parser.add_argument(DEBUG_FLAG, action="store_true", default=argparse.SUPPRESS, help=DEBUG_HELP)
     return parser
 
 
@@ -263,7 +278,7 @@ def parse_overrides(cls: type, argv: Sequence[str] | None, **build_parser_kwargs
     """The options given in ``argv`` (``sys.argv[1:]`` when None) as ``{field_name: value}``.
 
     Values are converted to the field types; options not given are absent. Bad values exit with
-    argparse's usage error (status 2). ``build_parser_kwargs`` go to :func:`build_parser`.
+    a one-line usage error (status 2). ``build_parser_kwargs`` go to :func:`build_parser`.
     """
     parser = build_parser(cls, **build_parser_kwargs)
     given = vars(parser.parse_args(argv))

@@ -40,6 +40,7 @@ __all__ = [
     "resolve_config",
     "estimator_options",
     "check_required_role",
+    "check_max_cycles",
     "ConfigError",
 ]
 
@@ -316,6 +317,7 @@ def _validate(config: TrainConfig) -> None:
         if reserved in config.env_kwargs:
             fix = "use --team" if reserved == "team" else "training uses train seeds, evaluation test seeds"
             raise ConfigError(f"env_kwargs may not set {reserved!r}; {fix}")
+    check_max_cycles(config.env_kwargs)
     for name in ("eps_low", "eps_high"):
         value = getattr(config, name)
         if value is not None and not 0 < value < 1:
@@ -323,6 +325,20 @@ def _validate(config: TrainConfig) -> None:
     for name in ("entropy_coef", "weight_decay"):
         _positive(config, name, 0)
     _check_estimator(config)
+
+
+def check_max_cycles(env_kwargs: Mapping[str, Any]) -> None:
+    """Refuse a ``max_cycles`` in ``env_kwargs`` that is not an int >= 1 (None: the env's own).
+
+    Raises:
+        ConfigError: Naming ``--env-kwargs`` and a value that works.
+    """
+    value = env_kwargs.get("max_cycles")
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+        raise ConfigError(
+            f"env_kwargs max_cycles={value!r} must be an integer >= 1 (full turn cycles before an episode "
+            "is cut off); pass e.g. --env-kwargs '{\"max_cycles\": 4}'"
+        )
 
 
 def _estimator_spec(config: TrainConfig) -> tuple[str, EstimatorSpec]:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
+import tempfile
 from collections.abc import Mapping
 from datetime import datetime
 from pathlib import Path
@@ -13,9 +15,43 @@ from typing import Any, TypeVar
 from trainers.cli import config_from_dict
 from trainers.config import ConfigError
 
-__all__ = ["new_run_dir", "load_saved_config"]
+__all__ = ["check_writable_dir", "new_run_dir", "load_saved_config"]
 
 _Config = TypeVar("_Config")
+
+
+def _not_writable(path: Path, err: OSError) -> str:
+    """Why ``path`` could not be made or written, in words: the ancestor that is a file, or
+    the system's reason."""
+    reason = err.strerror or str(err)
+    try:
+        existing = next(parent for parent in (path, *path.parents) if parent.exists())
+    except (OSError, StopIteration):  # an ancestor we may not even look at
+        return reason
+    if not existing.is_dir():
+        return f"{existing} is a file, not a directory"
+    if existing != path:
+        return f"cannot create directories in {existing} ({reason})"
+    return f"cannot write files in it ({reason})"
+
+
+def check_writable_dir(path: str | Path, option: str) -> None:
+    """Create directory ``path`` (and its parents) if needed and write and delete a probe file
+    there, so that a command that will write into it fails at once, not after loading a model.
+
+    Raises:
+        ConfigError: It cannot be created or written; names ``option`` and the fix.
+    """
+    directory = Path(path).expanduser()
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        handle, probe = tempfile.mkstemp(prefix=".teamgym-write-probe-", dir=directory)
+        os.close(handle)
+        os.unlink(probe)
+    except OSError as err:
+        raise ConfigError(
+            f"{option} {path}: {_not_writable(directory, err)}; pass {option} a directory you can write to"
+        ) from None
 
 
 def new_run_dir(output_dir: str | Path, run_name: str | None, stem: str) -> Path:
@@ -23,7 +59,8 @@ def new_run_dir(output_dir: str | Path, run_name: str | None, stem: str) -> Path
     non-empty one (a run would be overwritten).
 
     Raises:
-        ConfigError: The directory holds files already; names ``--run-name`` and ``--resume``.
+        ConfigError: The directory holds files already (names ``--run-name`` and ``--resume``),
+            or it cannot be created.
     """
     name = run_name or f"{stem.replace('/', '_')}-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
     run_dir = Path(output_dir) / name
@@ -31,7 +68,13 @@ def new_run_dir(output_dir: str | Path, run_name: str | None, stem: str) -> Path
         raise ConfigError(
             f"run directory {run_dir} exists and is not empty; pass --run-name or --resume {run_dir}"
         )
-    run_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        run_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise ConfigError(
+            f"cannot create run directory {run_dir}: {_not_writable(run_dir, err)}; "
+            "pass --output-dir a directory you can write to (and --run-name a plain name)"
+        ) from None
     return run_dir
 
 

@@ -43,7 +43,7 @@ import numpy as np
 import envs
 from agents.base import SamplingParams
 from agents.team import Team
-from trainers.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
+from trainers.checkpoint import latest_checkpoint, load_checkpoint, resume_checkpoint, save_checkpoint
 from trainers.cli import config_to_dict, parse_overrides
 from trainers.config import ConfigError
 from trainers.demonstrations import oracle_demonstrations, replayed_demonstrations
@@ -258,7 +258,7 @@ def train_sft(config: SFTConfig) -> SFTSummary:
     started = time.perf_counter()
     config = resolve_sft_config(config)
     run_dir = Path(config.resume) if config.resume else _new_run_dir(config)
-    checkpoint = latest_checkpoint(run_dir) if config.resume else None
+    checkpoint = resume_checkpoint(run_dir) if config.resume else None  # newest intact one
     torch.manual_seed(config.seed)  # LoRA initialisation draws from the global torch RNG
     teams = team_variants(config)
     learner = SupervisedLearner(

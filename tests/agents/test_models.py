@@ -20,6 +20,7 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 from agents import models  # noqa: E402
+from tests.conftest import SUBPROCESS_TIMEOUT_S  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -33,15 +34,12 @@ def cache(tmp_path, monkeypatch):
 # ----------------------------------------------------------------------------- tiny-test
 
 
-def test_tiny_builds_fast_with_fixed_weights_and_untouched_rng():
-    models.load_model(models.TINY_TEST_MODEL)  # warm imports
+def test_tiny_builds_with_fixed_weights_and_untouched_rng():
+    models.load_model(models.TINY_TEST_MODEL)  # first imports done
     state = torch.random.get_rng_state()
-    start = time.perf_counter()
     m1, _ = models.load_model(models.TINY_TEST_MODEL)
-    elapsed = time.perf_counter() - start
     m2, _ = models.load_model(models.TINY_TEST_MODEL)
     assert torch.equal(torch.random.get_rng_state(), state)
-    assert elapsed < 2.0  # ~20 ms once torch/transformers are imported; generous for CI
     s1, s2 = m1.state_dict(), m2.state_dict()
     assert s1.keys() == s2.keys()
     assert all(torch.equal(s1[k], s2[k]) for k in s1)
@@ -124,7 +122,7 @@ def test_import_is_cheap():
     code = (
         "import sys, agents.models; assert 'torch' not in sys.modules and 'transformers' not in sys.modules"
     )
-    subprocess.run([sys.executable, "-c", code], cwd=REPO, check=True)
+    subprocess.run([sys.executable, "-c", code], cwd=REPO, check=True, timeout=SUBPROCESS_TIMEOUT_S)
 
 
 def test_cache_dir(monkeypatch, tmp_path):
@@ -143,6 +141,19 @@ def test_resolve_names(tmp_path):
     for bad in ["no-such-model", "./not/a/dir/here", "a/b/c"]:
         with pytest.raises(ValueError, match="smollm2-135m-instruct.*tiny-test"):
             models.resolve_model(bad)
+
+
+def test_model_unavailable_says_why_without_loading(tmp_path, monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    for name in [*models.BUILTIN_MODELS, str(tmp_path)]:
+        assert models.model_unavailable(name) is None
+    (tmp_path / "weights.bin").write_text("")
+    assert "a file, not a model directory" in models.model_unavailable(str(tmp_path / "weights.bin"))
+    for path in ["/no/such/model", "./not/a/dir/here", "~/no-such-teamgym-model"]:
+        assert models.model_unavailable(path) == "no such directory"
+    assert "not a built-in" in models.model_unavailable("a/b/c")
+    hub = models.model_unavailable("teamgym-tests/no-such-model")
+    assert "not available offline" in hub and "Hugging Face cache" in hub
 
 
 def test_local_dir_loads(tmp_path):

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from agents.play import main
+from tests.conftest import SUBPROCESS_TIMEOUT_S
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -86,12 +87,16 @@ def test_help_and_module_entry_point():
         cwd=REPO,
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=SUBPROCESS_TIMEOUT_S,
     )
     assert result.returncode == 0, result.stderr
     assert "success: True" in result.stdout
     helptext = subprocess.run(
-        [sys.executable, "-m", "agents.play", "--help"], cwd=REPO, capture_output=True, text=True, timeout=60
+        [sys.executable, "-m", "agents.play", "--help"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=SUBPROCESS_TIMEOUT_S,
     ).stdout
     for flag in (
         "--env",

@@ -5,12 +5,17 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
 import envs
 from benchmarks.eval_config import ConfigError, EvalConfig
 from benchmarks.evaluate import main, run_evaluation, select_columns
+from tests.conftest import SUBPROCESS_TIMEOUT_S
 from tests.envs.conftest import import_readme_example
 from tests.trainers.test_teams import TEST_ENV, train_tiny
 from trainers.cli import field_docs
@@ -240,6 +245,77 @@ def test_config_errors_exit_2_with_the_fix(tmp_path, capsys, args, message):
         main(argv)
     assert exit_info.value.code == 2
     assert message in capsys.readouterr().err
+
+
+# Mistakes that used to end in a traceback (or, for an unknown role, in an all-n/a table).
+MISTAKES = {
+    "unknown env kwarg": (["--env-kwargs", '{"nope": 1}'], ["--env-kwargs", "'nope'", "max_cycles, "]),
+    "env kwarg of a wrong type": (["--env-kwargs", '{"alpha": "x"}'], ["--env-kwargs", "alpha", "number"]),
+    "bad env kwarg value": (["--env-kwargs", '{"prompt_style": "poem"}'], ["--env-kwargs", "prompt_style"]),
+    "negative max_cycles": (["--env-kwargs", '{"max_cycles": -1}'], ["max_cycles", "--env-kwargs"]),
+    "max_cycles of a wrong type": (["--env-kwargs", '{"max_cycles": "x"}'], ["max_cycles", "--env-kwargs"]),
+    "output dir under a file": (["--output-dir", "{file}/sub"], ["--output-dir", "is a file"]),
+    "nonexistent model path": (["--model", "/nonexistent/model"], ["--model", "no such directory"]),
+    "hub id not in the cache": (["--model", "teamgym-tests/nope"], ["--model", "not available offline"]),
+    "unknown role": (["--roles", "pilot=oracle"], ["roles", "'pilot'", "planner, executor"]),
+    "unknown role of the single team": (["--team", "single", "--roles", "pilot=oracle"], ["solver"]),
+}
+
+
+@pytest.mark.parametrize("name", list(MISTAKES))
+def test_command_line_mistakes_are_one_line_naming_the_field(tmp_path, capsys, monkeypatch, name):
+    args, needles = MISTAKES[name]
+    monkeypatch.delenv("TEAMGYM_DEBUG", raising=False)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # the hub id check must not wait for a network
+    (tmp_path / "a_file").write_text("")
+    args = [arg.replace("{file}", str(tmp_path / "a_file")) for arg in args]
+    with pytest.raises(SystemExit) as exit_info:
+        main(tiny(tmp_path / "out", "--env", "sokoban", *args))
+    assert exit_info.value.code == 2
+    error = capsys.readouterr().err
+    assert len(error.strip().splitlines()) == 1, error
+    assert error.startswith("python -m benchmarks.evaluate: error: ")
+    for needle in needles:
+        assert needle in error, (needle, error)
+    assert not (tmp_path / "out" / "run").exists()  # nothing written
+
+
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux /proc")
+def test_an_output_dir_that_cannot_be_created_is_one_line(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(tiny(tmp_path, "--env", "sokoban", "--output-dir", "/proc/teamgym-no"))
+    assert exit_info.value.code == 2
+    error = capsys.readouterr().err
+    assert len(error.strip().splitlines()) == 1 and "--output-dir /proc/teamgym-no" in error
+
+
+def test_a_role_some_envs_have_is_na_on_the_others(tmp_path):
+    even_team = "tests.trainers.conftest:test/even_team"  # roles leader, follower
+    args = ("--env", "sokoban", even_team, "--baselines", "--roles", "planner=oracle", "executor=oracle")
+    results = main(tiny(tmp_path, *args, "--max-new-tokens", "1", "--episodes", "1", "--seeds", "0"))
+    assert results.cell(results.rows[0], "sokoban").mean["success"] == 1.0
+    assert "not roles of this env team" in results.cell(results.rows[0], "test/even_team").skipped
+
+
+def run_module(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    command = [sys.executable, "-m", "benchmarks.evaluate", *args]
+    return subprocess.run(
+        command, cwd=cwd, env=env, capture_output=True, text=True, timeout=SUBPROCESS_TIMEOUT_S
+    )
+
+
+def test_the_command_shows_a_traceback_only_with_debug(tmp_path, monkeypatch):
+    monkeypatch.delenv("TEAMGYM_DEBUG", raising=False)
+    args = tiny(tmp_path, "--env", "sokoban", "--roles", "pilot=oracle")
+    quiet = run_module(args, tmp_path)
+    assert quiet.returncode == 2 and "Traceback" not in quiet.stderr
+    assert quiet.stderr.count("\n") == 1 and "'pilot'" in quiet.stderr
+    loud = run_module([*args, "--debug"], tmp_path)
+    assert loud.returncode == 1 and "Traceback" in loud.stderr and "ConfigError" in loud.stderr
+    monkeypatch.setenv("TEAMGYM_DEBUG", "1")
+    by_env = run_module(args, tmp_path)
+    assert by_env.returncode == 1 and "Traceback" in by_env.stderr
 
 
 def test_select_columns_takes_the_latest_version():

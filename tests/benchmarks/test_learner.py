@@ -3,6 +3,9 @@ agree on the loss, and the shared prefix computes fewer token-forwards."""
 
 from __future__ import annotations
 
+import dataclasses
+import json
+
 import pytest
 
 from benchmarks import learner
@@ -19,3 +22,33 @@ def test_smoke_run_on_tiny_model(capsys):
     assert shared["token_forwards"] < plain["token_forwards"]
     assert summary["bound"] > 1
     assert "bound K(P+R)/(P+K*R)" in capsys.readouterr().out
+
+
+def test_the_batch_file_round_trips_the_turns_as_plain_json(tmp_path):
+    from trainers.records import TaskKey, Turn
+
+    turn = Turn(
+        task=TaskKey("plan_path-v0", "train", 3),
+        episode=1,
+        agent="planner_0",
+        role="planner",
+        policy="tiny-test:planner",
+        turn=0,
+        step=2,
+        prompt="p",
+        response="r",
+        prompt_token_ids=(1, 2, 3),
+        token_ids=(4,),
+        logprobs=(-0.1 - 0.2, float("-inf")),
+        reward=0.5,
+        reward_terms={"team/success": 1.0},
+        invalid=False,
+        state_key=((1, 2), "board"),
+        tree_node=(0, 1),
+        agent_rewards={"planner_0": 0.5},
+    )
+    path = tmp_path / "batch.json"
+    learner.write_batch(path, [turn])
+    json.loads(path.read_text())  # plain JSON
+    (back,) = learner.read_batch(path)
+    assert back == dataclasses.replace(turn, state_key=repr(turn.state_key))

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import SUBPROCESS_TIMEOUT_S
 from trainers.at_grpo import load_run_config, main
 from trainers.cli import config_to_dict, field_docs
 from trainers.config import ConfigError, TrainConfig, resolve_config
@@ -57,7 +58,9 @@ def tiny_args(out: Path, *extra: str) -> list[str]:
     ]
 
 
-def run_module(module: str, args: list[str], cwd: Path, timeout: float = 600) -> subprocess.CompletedProcess:
+def run_module(
+    module: str, args: list[str], cwd: Path, timeout: float = SUBPROCESS_TIMEOUT_S
+) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     return subprocess.run(
         [sys.executable, "-m", module, *args],
@@ -91,11 +94,72 @@ def test_help_lists_every_field_with_its_doc(capsys):
 def test_unknown_env_and_bad_cli_values_are_clear_errors(capsys):
     with pytest.raises(ConfigError, match="sokoban"):
         resolve_config(TrainConfig(env="sokobann"))
-    assert main(["--env", "sokobann"]) == 2
-    assert "sokoban" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--env", "sokobann"])
+    assert exit_info.value.code == 2 and "sokoban" in capsys.readouterr().err
     with pytest.raises(SystemExit) as exit_info:
         main(["--num-generations", "many"])
     assert exit_info.value.code == 2 and "--num-generations" in capsys.readouterr().err
+
+
+# Mistakes that used to end in a traceback; each is one line naming the field, before any model loads.
+MISTAKES = {
+    "unknown env kwarg": (["--env-kwargs", '{"nope": 1}'], ["--env-kwargs", "'nope'", "difficulty, "]),
+    "bad env kwarg value": (["--env-kwargs", '{"difficulty": "bogus"}'], ["--env-kwargs", "difficulty"]),
+    "env kwarg of a wrong type": (["--env-kwargs", '{"width": "big"}'], ["--env-kwargs", "width", "integer"]),
+    "negative max_cycles": (["--env-kwargs", '{"max_cycles": -1}'], ["max_cycles", "--env-kwargs"]),
+    "output dir under a file": (["--output-dir", "{file}/sub"], ["--output-dir", "is a file"]),
+    "nonexistent model path": (["--model", "/nonexistent/model"], ["--model", "no such directory"]),
+    "hub id not in the cache": (["--model", "teamgym-tests/nope"], ["--model", "not available offline"]),
+    "unknown output option": (["--output-dri", "x"], ["--output-dri"]),
+}
+
+
+def mistake_args(tmp_path: Path, args: list[str]) -> list[str]:
+    a_file = tmp_path / "a_file"
+    a_file.write_text("")
+    args = [arg.replace("{file}", str(a_file)) for arg in args]
+    base = ["--env", "sokoban", "--model", "tiny-test", "--no-progress"]
+    return [*base, "--output-dir", str(tmp_path / "runs"), *args]  # later options win
+
+
+@pytest.mark.parametrize("name", list(MISTAKES))
+def test_command_line_mistakes_are_one_line_naming_the_field(tmp_path, capsys, monkeypatch, name):
+    args, needles = MISTAKES[name]
+    monkeypatch.delenv("TEAMGYM_DEBUG", raising=False)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # the hub id check must not wait for a network
+    with pytest.raises(SystemExit) as exit_info:
+        main(mistake_args(tmp_path, args))
+    assert exit_info.value.code == 2
+    error = capsys.readouterr().err
+    assert len(error.strip().splitlines()) == 1, error
+    assert error.startswith("python -m trainers.at_grpo: error: ")
+    for needle in needles:
+        assert needle in error, (needle, error)
+    if "--output-dir" not in args:
+        assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())  # no run dir left
+
+
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux /proc")
+def test_an_output_dir_that_cannot_be_created_is_one_line(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--env", "sokoban", "--model", "tiny-test", "--output-dir", "/proc/teamgym-no"])
+    assert exit_info.value.code == 2
+    error = capsys.readouterr().err
+    assert len(error.strip().splitlines()) == 1 and "--output-dir /proc/teamgym-no" in error
+
+
+def test_the_command_shows_a_traceback_only_with_debug(tmp_path, monkeypatch):
+    monkeypatch.delenv("TEAMGYM_DEBUG", raising=False)
+    args = mistake_args(tmp_path, ["--env-kwargs", '{"nope": 1}'])
+    quiet = run_module("trainers.at_grpo", args, tmp_path)
+    assert quiet.returncode == 2 and "Traceback" not in quiet.stderr
+    assert quiet.stderr.count("\n") == 1 and "'nope'" in quiet.stderr
+    loud = run_module("trainers.at_grpo", [*args, "--debug"], tmp_path)
+    assert loud.returncode == 1 and "Traceback" in loud.stderr and "ConfigError" in loud.stderr
+    monkeypatch.setenv("TEAMGYM_DEBUG", "1")
+    by_env = run_module("trainers.at_grpo", args, tmp_path)
+    assert by_env.returncode == 1 and "Traceback" in by_env.stderr
 
 
 def test_resume_keeps_the_saved_config(tmp_path):
@@ -171,8 +235,15 @@ def test_cli_writes_every_artefact(tmp_path, module, algo_args, algo):
     transcript = (run / "transcripts" / "eval_step_000002.md").read_text()
     assert "planner_0" in transcript and "executor_0" in transcript
     checkpoint = run / "checkpoints" / "step_000002"
-    for name in ("weights.safetensors", "optimizer.pt", "rng.pt", "state.json"):
-        assert (checkpoint / name).is_file()
+    assert sorted(p.name for p in checkpoint.iterdir()) == [
+        "manifest.json",
+        "optimizer.json",
+        "optimizer.safetensors",
+        "rng.json",
+        "rng.safetensors",
+        "state.json",
+        "weights.safetensors",
+    ]
     assert json.loads((checkpoint / "state.json").read_text())["step"] == 2
     assert "held-out eval" in done.stdout and str(run) in done.stdout  # the end-of-run summary
 
@@ -205,7 +276,7 @@ def test_resume_after_kill_gives_the_uninterrupted_metrics(tmp_path):
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    deadline = time.monotonic() + 300
+    deadline = time.monotonic() + SUBPROCESS_TIMEOUT_S  # a hang guard, not a speed check
     while not (run / "checkpoints" / "step_000002" / "state.json").exists():
         assert process.poll() is None and time.monotonic() < deadline, "run ended before its 2nd checkpoint"
         time.sleep(0.05)
@@ -222,6 +293,27 @@ def test_resume_after_kill_gives_the_uninterrupted_metrics(tmp_path):
     records = read_jsonl(run / "metrics.jsonl")
     assert any(r.get("samples_trained", 0) > 0 for r in records)  # it did learn
     assert any(r.get("optimizer_steps", 0) > 2 and "pass2/clip_fraction" in r for r in records)
+
+
+@pytest.mark.slow
+def test_resume_past_a_truncated_optimizer_file_gives_the_uninterrupted_metrics(tmp_path):
+    steps = ["--steps", "3", "--eval-every", "2"]
+    reference = run_module("trainers.at_grpo", tiny_args(tmp_path / "a", *steps), cwd=tmp_path)
+    assert reference.returncode == 0, reference.stderr[-3000:]
+    run = tmp_path / "b" / "run"
+    done = run_module("trainers.at_grpo", tiny_args(tmp_path / "b", *steps), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    optimizer = run / "checkpoints" / "step_000003" / "optimizer.safetensors"
+    optimizer.write_bytes(optimizer.read_bytes()[:100])  # the newest checkpoint is broken
+
+    resumed = run_module("trainers.at_grpo", ["--resume", str(run), "--no-progress"], cwd=tmp_path)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert "step_000003 is broken" in resumed.stderr
+    assert "optimizer.safetensors has 100 bytes" in resumed.stderr
+    assert "resuming after step 2" in resumed.stderr  # the checkpoint before it
+    for name in ("metrics.jsonl", "eval.jsonl"):
+        expected = without_timings(read_jsonl(tmp_path / "a" / "run" / name))
+        assert without_timings(read_jsonl(run / name)) == expected, name
 
 
 @pytest.mark.slow

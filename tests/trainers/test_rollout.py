@@ -12,8 +12,9 @@ from agents.base import Generation, Prompt, SamplingParams
 from agents.hf import HFPolicy
 from agents.scripted import OraclePolicy, RandomPolicy
 from agents.team import Team
+from trainers.errors import ConfigError
 from trainers.records import TaskKey
-from trainers.rollout import make_task_env, plain_rollout, tree_rollout
+from trainers.rollout import EnvSetup, make_task_env, plain_rollout, tree_rollout
 
 ENV_IDS = ("plan_path-v0", "sokoban-v0", "sudoku-v0")
 K = 4
@@ -313,3 +314,22 @@ def test_training_evaluation_and_benchmarks_build_the_same_env(monkeypatch, tmp_
     assert expected <= set(made["benchmark"])  # the benchmark also probes the env's metadata
     played = [call for call in made["benchmark"] if ("team", "single") in call[1]]
     assert played and set(played) == expected
+
+
+def test_env_arguments_the_env_refuses_are_config_errors_naming_them():
+    def error(kwargs, **options):
+        with pytest.raises(ConfigError) as info:
+            EnvSetup("sokoban", "mas", kwargs).make_checked(kwargs, **options)
+        return str(info.value)
+
+    unknown = error({"nope": 1, "width": 5})
+    assert unknown.startswith("--env-kwargs: sokoban-v1 has no parameter 'nope'; its parameters are: alpha, ")
+    assert "width" in unknown and "max_cycles" in unknown and "split" not in unknown and "team" not in unknown
+    assert "difficulty" not in error({"nope": 1}, hidden=("split", "team", "difficulty"))
+    assert "takes width as an integer" in error({"width": "big"})
+    assert "difficulty='bogus'; choose one of" in error({"difficulty": "bogus"})
+    # Without user arguments an env's error is its own: the preset's arguments are not the user's.
+    with pytest.raises(ValueError) as info:
+        EnvSetup("sokoban", "mas", {"difficulty": "bogus"}).make_checked({})
+    assert not isinstance(info.value, ConfigError)
+

@@ -326,13 +326,14 @@ def test_init_seeds_per_role_adapters_from_a_shared_warm_start(tmp_path):
 @pytest.mark.slow
 def test_init_refuses_another_model_or_a_missing_run(tmp_path, capsys):
     warm = train_sft(_one_token_config(tmp_path, steps=1)).run_dir
-    assert at_grpo_main(["--env", ONE_TOKEN_ID, "--init", str(warm), "--output-dir", str(tmp_path)]) == 2
+    with pytest.raises(SystemExit) as exit_info:
+        at_grpo_main(["--env", ONE_TOKEN_ID, "--init", str(warm), "--output-dir", str(tmp_path)])
     err = capsys.readouterr().err
+    assert exit_info.value.code == 2
     assert "trained on model 'tiny-test'" in err and "pass --model tiny-test" in err
-    assert (
-        at_grpo_main(["--env", ONE_TOKEN_ID, "--model", "tiny-test", "--init", str(tmp_path / "nope")]) == 2
-    )
-    assert "not a training run" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exit_info:
+        at_grpo_main(["--env", ONE_TOKEN_ID, "--model", "tiny-test", "--init", str(tmp_path / "nope")])
+    assert exit_info.value.code == 2 and "not a training run" in capsys.readouterr().err
     with pytest.raises(ValueError, match="--lora-rank"):
         env = envs.make(ONE_TOKEN_ID, team="mas")
         load_initial_weights(warm, Learner(build_team(_team_fields(lora_rank=2), env)), model="tiny-test")
