@@ -286,8 +286,12 @@ def test_parser_errors_never_raise(answer):
 
 
 def test_parser_large_valid_input():
-    moves, error = prompts.parse_moves("U " * 50_000)
-    assert error is None and len(moves) == 50_000
+    from envs.parsing import MAX_PARSED_CHARS
+
+    moves, error = prompts.parse_moves("U " * 30_000)  # 60,000 characters: under the cap
+    assert error is None and len(moves) == 30_000
+    moves, error = prompts.parse_moves("U " * 50_000)  # past the cap only its first part is read
+    assert error is None and len(moves) == MAX_PARSED_CHARS // 2
 
 
 def test_format_moves_round_trip():
