@@ -27,7 +27,16 @@ import numpy as np
 
 from trainers.run_log import atomic_write_text
 
-__all__ = ["Cell", "Column", "summarize", "markdown_tables", "write_results", "write_plots", "to_json"]
+__all__ = [
+    "Cell",
+    "Column",
+    "summarize",
+    "seed_spread",
+    "markdown_tables",
+    "write_results",
+    "write_plots",
+    "to_json",
+]
 
 TABLE_METRICS = ("success", "pass@", "invalid_rate", "turns_to_success", "tokens_per_episode", "return/")
 RATE_METRICS = ("success", "invalid_rate")
@@ -207,8 +216,10 @@ def _bars(cells: dict, rows: list[str], columns: list[Column], key: str, title: 
             cell = cells[row, column]
             mean, se = summarize(cell.per_seed) if not cell.skipped else ({}, {})
             means.append(mean.get(key, np.nan))
-            errors.append(0.0 if math.isnan(se.get(key, np.nan)) else se[key])
-        ax.bar(x + (i - (len(rows) - 1) / 2) * width, means, width, yerr=errors, capsize=3, label=row)
+            errors.append(se.get(key, np.nan))
+        # One seed has no standard error: no error bars, rather than bars of zero height.
+        yerr = np.nan_to_num(errors) if any(not math.isnan(e) for e in errors) else None
+        ax.bar(x + (i - (len(rows) - 1) / 2) * width, means, width, yerr=yerr, capsize=3, label=row)
     ax.set_xticks(x, [c.label for c in columns], rotation=15 if len(columns) > 3 else 0)
     ax.set_title(title)
     ax.set_ylabel(key)
@@ -228,7 +239,8 @@ def _curves(panels: list[tuple[str, list[str], dict[str, tuple[list[float], list
     axes = fig.subplots(1, len(panels), squeeze=False)[0]
     for ax, (title, ticks, series) in zip(axes, panels, strict=True):
         for row, (xs, means, errors) in series.items():
-            ax.errorbar(xs, means, yerr=errors, marker="o", capsize=3, label=row)
+            yerr = np.nan_to_num(errors) if any(not math.isnan(e) for e in errors) else None
+            ax.errorbar(xs, means, yerr=yerr, marker="o", capsize=3, label=row)
         if ticks:
             ax.set_xticks(range(len(ticks)), ticks)
         else:  # numeric x (k of pass@k): a tick at every measured point
@@ -240,6 +252,15 @@ def _curves(panels: list[tuple[str, list[str], dict[str, tuple[list[float], list
         ax.grid(alpha=0.3)
     axes[-1].legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
     _save(fig, path)
+
+
+def seed_spread(seeds: Sequence[int]) -> str:
+    """What the error bars and the ± mean: 'mean ± s.e. over 3 seeds (0, 1, 2)', or, with one
+    seed, that there is no standard error."""
+    listed = ", ".join(map(str, seeds))
+    if len(seeds) > 1:
+        return f"mean ± s.e. over {len(seeds)} seeds ({listed})"
+    return f"one seed ({listed}), so no standard error (--seeds 0 1 2 gives mean ± s.e.)"
 
 
 def write_plots(
@@ -255,9 +276,10 @@ def write_plots(
     by_key = {(cell.row, cell.column): cell for cell in cells}
     rows, columns = list(rows), list(columns)
     written = []
+    spread = seed_spread(max((cell.seeds for cell in cells), key=len, default=[]))
     for key in ("success", "invalid_rate", "tokens_per_episode"):
         path = plots / f"{key}.png"
-        _bars(by_key, rows, columns, key, f"{METRIC_TITLES[key]}\nmean ± s.e. over seeds", path)
+        _bars(by_key, rows, columns, key, f"{METRIC_TITLES[key]}\n{spread}", path)
         written.append(path)
     pass_keys = sorted({k for c in cells for m in c.per_seed for k in m if k.startswith("pass@")},
                        key=lambda k: int(k.split("@")[1]))  # fmt: skip
@@ -271,7 +293,7 @@ def write_plots(
                     continue
                 mean, se = summarize(cell.per_seed)
                 ks = [int(k.split("@")[1]) for k in pass_keys]
-                series[row] = (ks, [mean[k] for k in pass_keys], [np.nan_to_num(se[k]) for k in pass_keys])
+                series[row] = (ks, [mean[k] for k in pass_keys], [se[k] for k in pass_keys])
             panels.append((column.label, [], series))
         path = plots / "pass_at_k.png"
         _curves(panels, "k (samples drawn per task)", "pass@k", path)
@@ -291,7 +313,7 @@ def write_plots(
                     series[row] = (
                         [i for i, _ in points],
                         [m["success"] for m, _ in stats],
-                        [np.nan_to_num(s["success"]) for _, s in stats],
+                        [s["success"] for _, s in stats],
                     )
             panels.append((env_id, [c.difficulty or "default" for c in env_columns], series))
         path = plots / "difficulty.png"

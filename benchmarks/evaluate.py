@@ -45,14 +45,16 @@ from typing import Any
 
 import envs
 from agents.base import SamplingParams
+from agents.threads import configure_threads
 from benchmarks.eval_config import ConfigError, EvalConfig
-from benchmarks.eval_report import Cell, Column, markdown_tables, write_plots, write_results
+from benchmarks.eval_report import Cell, Column, markdown_tables, seed_spread, write_plots, write_results
 from benchmarks.eval_teams import NotApplicable, PolicyBank, RowSpec, team_rows
 from trainers.backends import check_model_available
 from trainers.cli import config_to_dict, parse_overrides
 from trainers.config import env_preset
 from trainers.errors import run_command
 from trainers.evaluation import EVAL_SEED, benchmark_metrics, check_eval_tasks, evaluate_tasks
+from trainers.progress import RunProgress
 from trainers.records import TaskKey
 from trainers.rollout import EnvSetup
 from trainers.run_dirs import check_writable_dir
@@ -242,12 +244,13 @@ def _sampling(config: EvalConfig, env_id: str) -> SamplingParams:
 
 
 def _run_cell(
-    config: EvalConfig, bank: PolicyBank, spec: RowSpec, column: Column, out_dir: Path, bar
+    config: EvalConfig, bank: PolicyBank, spec: RowSpec, column: Column, out_dir: Path, progress: RunProgress
 ) -> Cell:
     cell = Cell(spec.name, column)
     setup = EnvSetup(column.env_id, spec.variant, column_env_kwargs(config, column))
     started = time.perf_counter()
     variants = envs.spec(column.env_id).teams or {spec.variant: ()}
+    progress.phase(f"{spec.name} | {column.label}: building the team")
     try:
         if spec.variant not in variants:
             raise NotApplicable(f"{column.env_id} has no {spec.variant!r} team (it has {sorted(variants)})")
@@ -255,12 +258,12 @@ def _run_cell(
     except NotApplicable as err:
         cell.skipped = str(err)
     if cell.skipped:
-        bar.update(len(config.seeds))
+        progress.advance(len(config.seeds))
         return cell
     sampling = _sampling(config, column.env_id)
     for seed in config.seeds:
-        bar.set_postfix_str(f"{spec.name} | {column.label} | seed {seed}")
         tasks = seed_tasks(config, column.env_id, seed)
+        progress.phase(f"{spec.name} | {column.label} | seed {seed}: {len(tasks)} tasks")
         batch = evaluate_tasks(
             team,
             tasks,
@@ -278,7 +281,9 @@ def _run_cell(
             (out_dir / "transcripts").mkdir(parents=True, exist_ok=True)
             name = re.sub(r"[^A-Za-z0-9._-]+", "_", f"{spec.name}__{column.label}").strip("_")
             atomic_write_text(out_dir / "transcripts" / f"{name}.md", text)
-        bar.update(1)
+        success = cell.per_seed[-1].get("success", float("nan"))
+        progress.show(f"last: {spec.name} | {column.label} | seed {seed}: success {success:.2f}")
+        progress.advance()
     cell.seconds = time.perf_counter() - started
     return cell
 
@@ -343,8 +348,6 @@ def _out_dir(config: EvalConfig) -> Path:
 def run_evaluation(config: EvalConfig, command: str | None = None) -> EvalResults:
     """Evaluate every row on every column (module docstring) and write the results
     (``command``: the command line, recorded in results.json)."""
-    from tqdm.auto import tqdm
-
     columns = select_columns(config)
     roles = check_roles(config, team_roles(config, columns))
     rows = team_rows(config, roles)
@@ -354,27 +357,35 @@ def run_evaluation(config: EvalConfig, command: str | None = None) -> EvalResult
         check_model_available(config.backend, config.model)
     check_writable_dir(config.output_dir, "--output-dir")
     out_dir = _out_dir(config)
-    if bank.checkpoint_path and uses_model:
-        bank.trained()  # a run that does not fit the flags fails here, before anything is written
-    try:
-        out_dir.mkdir(parents=True, exist_ok=True)
-    except OSError as err:
-        raise ConfigError(f"cannot create {out_dir} ({err.strerror}); pass --run-name a plain name") from None
-    header = _header(config, bank, rows, columns, command)
     cells: list[Cell] = []
+    # One unit: a row on a column with one seed (its block of held-out tasks).
     total = len(rows) * len(columns) * len(config.seeds)
-    with tqdm(
-        total=total, unit="seed", disable=not config.progress, dynamic_ncols=True, desc="evaluate"
-    ) as bar:
+    with RunProgress(total, desc="evaluate", unit="eval", enabled=config.progress) as progress:
+        progress.phase("choosing CPU threads")
+        threads = configure_threads(config.threads)  # before torch does any work
+        progress.write(threads.describe())
+        if warning := threads.warning():
+            progress.write(warning)
+        config = dataclasses.replace(config, threads=threads.threads)  # recorded in results.json
+        if bank.checkpoint_path and uses_model:
+            progress.phase(f"loading {bank.checkpoint_path}")
+            bank.trained()  # a run that does not fit the flags fails here, before anything is written
+        try:
+            out_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as err:
+            raise ConfigError(
+                f"cannot create {out_dir} ({err.strerror}); pass --run-name a plain name"
+            ) from None
+        header = _header(config, bank, rows, columns, command)
         for column in columns:
             for spec in rows:
-                cells.append(_run_cell(config, bank, spec, column, out_dir, bar))
+                cells.append(_run_cell(config, bank, spec, column, out_dir, progress))
                 # Finished cells are on disk at once: an interrupted evaluation keeps them.
                 write_results(out_dir, {**header, "complete": False}, cells)
     tasks = len(config.task_seeds) or config.episodes
+    spread = seed_spread(config.seeds)
     note = (
-        f"Mean ± standard error over {len(config.seeds)} seed(s) ({', '.join(map(str, config.seeds))}); "
-        f"each seed: {tasks} held-out task(s) x {config.samples} sample(s). "
+        f"{spread[0].upper()}{spread[1:]}; each seed: {tasks} held-out task(s) x {config.samples} sample(s). "
         "n/a: the team cannot play that env."
     )
     markdown = markdown_tables(cells, [r.name for r in rows], columns, note)

@@ -1,6 +1,7 @@
-"""Generation throughput of the HF backend: one sequence vs a batch, measured in one run.
+"""Generation throughput of the HF backend: one sequence vs a batch, and thread counts
+beside a competing load, measured in one run.
 
-    python -m benchmarks.generation                       # default model, ~2-3 min on 2 cores
+    python -m benchmarks.generation                       # default model, ~3-4 min on 2 cores
     python -m benchmarks.generation --model tiny-test --max-new-tokens 16   # smoke run
 
 Rows (same prompts: real Sokoban observations, same sampling: temperature 1, no stop
@@ -12,18 +13,30 @@ strings, EOS ignored so every sequence generates exactly ``--max-new-tokens`` to
 * ``8 x 4 transformers generate``: the same batch through ``model.generate`` (prompts
   repeated K times), the baseline for our decode loop.
 
-The ratio printed is tokens/s of a row over tokens/s of ``1 x 1``.
+The ratio printed is tokens/s of a row over tokens/s of ``1 x 1``. These rows run at the
+thread count ``agents.threads`` chooses (printed above the table).
+
+Second table, threads x load: the ``1 x 1`` row again with torch at each ``--threads``
+count while ``--load`` other processes each keep one core busy (a Python busy loop, started
+and stopped by the benchmark), and the count the automatic thread policy picks under that
+load. The ratio is tokens/s over torch's default (one thread per allotted CPU) under the
+same load: on 2 cores with one busy, 2 threads collapse and 1 thread does not.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import subprocess
+import sys
 import time
+from collections.abc import Iterator
 
 import envs
 from agents.base import SamplingParams
 from agents.hf import HFPolicy
 from agents.models import DEFAULT_MODEL
+from agents.threads import ThreadChoice, choose_threads, configure_threads
 from benchmarks.tables import print_table
 
 
@@ -74,6 +87,76 @@ def time_transformers_generate(policy: HFPolicy, prompts: list[str], samples: in
     return (out.shape[1] - width) * out.shape[0], seconds
 
 
+@contextlib.contextmanager
+def competing_load(processes: int) -> Iterator[None]:
+    """``processes`` busy-looping Python processes (each keeps one core busy) for the block."""
+    procs = [
+        subprocess.Popen([sys.executable, "-c", "while True: pass"], stdin=subprocess.DEVNULL)
+        for _ in range(processes)
+    ]
+    try:
+        if procs:
+            time.sleep(0.5)  # let them get going before anything is measured
+        yield
+    finally:
+        for proc in procs:
+            proc.kill()
+        for proc in procs:
+            proc.wait()
+
+
+def threads_under_load(
+    policy: HFPolicy, prompt: str, sampling: SamplingParams, threads: list[int], loads: list[int]
+) -> list[dict]:
+    """Tokens/s of one sequence at each thread count under each competing load, and what the
+    automatic policy picks there; restores torch's thread count afterwards."""
+    import torch
+
+    before = torch.get_num_threads()
+    rows = []
+    try:
+        for load in loads:
+            with competing_load(load):
+                auto = choose_threads().threads  # measured with the load running
+                for count in threads:
+                    torch.set_num_threads(count)
+                    time_policy(policy, [prompt], 1, SamplingParams(max_new_tokens=2, seed=0))  # warm-up
+                    tokens, seconds = time_policy(policy, [prompt], 1, sampling)
+                    rows.append(
+                        {"load": load, "threads": count, "auto": auto, "tokens": tokens, "seconds": seconds}
+                    )
+    finally:
+        torch.set_num_threads(before)
+    default = choose_threads(busy=0.0).allotted.count  # torch's own default: a thread per CPU
+    for row in rows:
+        row["tokens_per_s"] = row["tokens"] / row["seconds"]
+    for row in rows:
+        base = [r for r in rows if r["load"] == row["load"] and r["threads"] == default]
+        row["ratio"] = row["tokens_per_s"] / base[0]["tokens_per_s"] if base else float("nan")
+    return rows
+
+
+def print_threads_table(rows: list[dict], choice: ThreadChoice) -> None:
+    default = choice.allotted.count
+    print(
+        f"\nThreads x competing load (1 x 1 row; {choice.allotted.describe()}; "
+        f"ratio: tokens/s over torch's default of {default} thread(s) under the same load)\n"
+    )
+    print_table(
+        ["busy processes", "threads", "tokens/s", f"vs {default} threads", "auto picks"],
+        [
+            [
+                str(r["load"]),
+                str(r["threads"]),
+                f"{r['tokens_per_s']:.1f}",
+                f"{r['ratio']:.2f}x",
+                str(r["auto"]) + (" <-" if r["auto"] == r["threads"] else ""),
+            ]
+            for r in rows
+        ],
+    )
+
+
 def main(argv: list[str] | None = None) -> list[dict]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", default=DEFAULT_MODEL, help="model name or local HF directory")
@@ -81,8 +164,20 @@ def main(argv: list[str] | None = None) -> list[dict]:
     parser.add_argument("--prompts", type=int, default=8, help="prompts in the batched row")
     parser.add_argument("--samples", type=int, default=4, help="samples per prompt in the batched row")
     parser.add_argument("--no-baseline", action="store_true", help="skip the transformers generate row")
+    parser.add_argument(
+        "--threads",
+        type=int,
+        nargs="*",
+        default=None,
+        help="thread counts of the second table (default: 1 and one per CPU)",
+    )
+    parser.add_argument(
+        "--load", type=int, nargs="*", default=[0, 1], help="busy processes beside the second table's rows"
+    )
     args = parser.parse_args(argv)
 
+    choice = configure_threads()
+    print(choice.describe())
     policy = HFPolicy(args.model)
     policy.end_token_ids = frozenset()  # ignore EOS: every row generates the same token count
     sampling = SamplingParams(temperature=1.0, max_new_tokens=args.max_new_tokens, seed=0)
@@ -125,6 +220,11 @@ def main(argv: list[str] | None = None) -> list[dict]:
             for r in rows
         ],
     )
+    thread_counts = args.threads if args.threads is not None else sorted({1, choice.allotted.count})
+    if thread_counts and args.load:
+        table = threads_under_load(policy, prompts[0], sampling, thread_counts, args.load)
+        print_threads_table(table, choice)
+        rows += [{"setting": f"load {r['load']}, {r['threads']} threads", **r} for r in table]
     return rows
 
 

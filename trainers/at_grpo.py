@@ -28,11 +28,12 @@ metrics an uninterrupted run would have logged (on the same machine and thread c
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import random
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -42,6 +43,7 @@ import numpy as np
 import envs
 from agents.base import SamplingParams
 from agents.team import Team
+from agents.threads import choose_threads, configure_threads
 from trainers.advantages import compute_advantages
 from trainers.backends import check_model_available
 from trainers.checkpoint import (
@@ -65,6 +67,7 @@ from trainers.episode_store import drop_episodes_after, write_episodes
 from trainers.errors import run_command
 from trainers.evaluation import EvalResult, episode_metrics, evaluate, sample_metrics
 from trainers.learner import Learner
+from trainers.progress import RunProgress
 from trainers.records import Episode
 from trainers.rollout import rollout_for_step, training_sampling
 from trainers.run_dirs import check_writable_dir, load_saved_config, new_run_dir
@@ -147,19 +150,28 @@ def _learner_metrics(per_unit: Mapping[str, Mapping[str, float]]) -> dict[str, f
     return out
 
 
+def _no_phase(text: str) -> None:
+    """A ``phase`` callback that shows nothing."""
+
+
 def train_step(
-    config: TrainConfig, team: Team, learner: Learner, step: int
+    config: TrainConfig, team: Team, learner: Learner, step: int, phase: Callable[[str], None] = _no_phase
 ) -> tuple[dict[str, float], tuple[Episode, ...]]:
-    """Rollout, advantages, update; the step's metrics and the episodes it played."""
+    """Rollout, advantages, update; the step's metrics and the episodes it played.
+    ``phase`` is told what the step is doing (the progress display shows it)."""
     started = time.perf_counter()
+    phase(f"step {step}: rolling out {config.tasks_per_step} tasks x K={config.num_generations}")
     batch = rollout_for_step(config, team, step, training_sampling(config))
     for policy in served_policies(team):
         policy.sleep()  # --vllm-sleep: give the engine's GPU memory to the learner
     advantage_start = time.perf_counter()
     result = compute_advantages(batch.samples, config.estimator, **estimator_options(config))
     learner_start = time.perf_counter()
+    phase(f"step {step}: updating on {len(batch.samples)} samples")
     per_unit = learner.step(batch.samples, result, seed=config.seed * 1_000_003 + step)
     sync_start = time.perf_counter()
+    if served_policies(team):
+        phase(f"step {step}: syncing weights to the engine")
     sync_seconds = sync_served_weights(team)  # the next rollout samples from the new weights
     done = time.perf_counter()
     stats = batch.stats
@@ -200,8 +212,9 @@ def _evaluate(config: TrainConfig, team: Team, logger: RunLogger, step: int) -> 
     return result.metrics
 
 
-def _initialise(config: TrainConfig, learner: Learner) -> None:
-    """--init: the named run's weights, and the KL reference of full-weight units with them."""
+def _initialise(config: TrainConfig, learner: Learner) -> str:
+    """--init: the named run's weights, and the KL reference of full-weight units with them;
+    returns the line that says where they came from."""
     try:
         source = load_initial_weights(config.init, learner, model=config.model)
     except (FileNotFoundError, ValueError) as err:
@@ -209,20 +222,19 @@ def _initialise(config: TrainConfig, learner: Learner) -> None:
     for unit in learner.units.values():
         if unit.reference is not None:  # LoRA units keep the base model (adapters off) as reference
             unit.reference.load_state_dict(unit.policy.model.state_dict())
-    print(f"init: weights from {source}", file=sys.stderr)
+    return f"init: weights from {source}"
 
 
-def _progress_bar(config: TrainConfig, start: int):
-    from tqdm.auto import tqdm
+def _train_line(step: int, metrics: Mapping[str, float]) -> str:
+    """The progress display's summary of one training step."""
+    rewards = [v for k, v in metrics.items() if k.startswith("reward/")]
+    reward = f"reward {np.mean(rewards):.3f}  " if rewards else ""
+    return f"step {step}: {reward}success {metrics['success']:.2f}  invalid {metrics['invalid_rate']:.2f}"
 
-    return tqdm(
-        total=config.steps,
-        initial=start,
-        unit="step",
-        disable=not config.progress,
-        dynamic_ncols=True,
-        desc=f"{config.algo} {envs.spec(config.env).name}",
-    )
+
+def _eval_line(step: int, metrics: Mapping[str, float]) -> str:
+    """The progress display's summary of the latest held-out evaluation."""
+    return f"held-out (step {step}): success {metrics['success']:.2f}  invalid {metrics['invalid_rate']:.2f}"
 
 
 def train(config: TrainConfig, initial_eval: dict[str, float] | None = None) -> Summary:
@@ -245,22 +257,46 @@ def train(config: TrainConfig, initial_eval: dict[str, float] | None = None) -> 
         except (FileNotFoundError, ValueError) as err:
             raise ConfigError(str(err)) from None
     check_writable_dir(config.resume or config.output_dir, "--resume" if config.resume else "--output-dir")
+    progress = RunProgress(
+        config.steps, desc=f"{config.algo} {envs.spec(config.env).name}", enabled=config.progress
+    )
+    try:  # the display runs from here, so the minutes of loading and evaluating show too
+        return _run(config, env, initial_eval, progress, started)
+    finally:
+        progress.close()
+
+
+def _run(
+    config: TrainConfig,
+    env: envs.TextAECEnv,
+    initial_eval: dict[str, float] | None,
+    progress: RunProgress,
+    started: float,
+) -> Summary:
+    """train() once the config is checked: set-up, the step loop, the summary."""
+    say = progress.write  # print() would tear the progress display apart
+    progress.phase("choosing CPU threads")
+    threads = configure_threads(config.threads)
+    say(threads.describe())
+    if warning := threads.warning():
+        say(warning)
+    config = dataclasses.replace(config, threads=threads.threads)  # recorded in config.json
     run_dir = Path(config.resume) if config.resume else _new_run_dir(config)
     checkpoint = resume_checkpoint(run_dir) if config.resume else None  # newest intact one
     _seed_everything(config.seed)  # LoRA initialisation draws from the global torch RNG
+    progress.phase(f"loading {config.model} ({config.backend})")
     team = build_team(config, env)
     learner = Learner(team, config.learner_config())
     recomputing = [name for name, unit in learner.units.items() if learner.recomputes_old_logprobs(unit)]
     source = f"recomputed by the learner for {', '.join(recomputing)}" if recomputing else "the sampler's"
-    print(f"pi_old: {source} (--old-logprobs {config.old_logprobs})", file=sys.stderr)
+    say(f"pi_old: {source} (--old-logprobs {config.old_logprobs})")
     start = load_checkpoint(checkpoint, learner)["step"] if checkpoint else 0
+    progress.resume_at(start)
     if config.init and not checkpoint:
-        _initialise(config, learner)
+        say(_initialise(config, learner))
     if checkpoint or config.init:
         sync_served_weights(team)  # engines still serve the base weights
-    print(
-        f"run dir: {run_dir}" + (f" (resuming after step {start})" if config.resume else ""), file=sys.stderr
-    )
+    say(f"run dir: {run_dir}" + (f" (resuming after step {start})" if config.resume else ""))
     logger = RunLogger(
         run_dir,
         resume_step=start if config.resume else None,
@@ -277,21 +313,28 @@ def train(config: TrainConfig, initial_eval: dict[str, float] | None = None) -> 
             logger.log_eval(0, initial_eval)
             before = initial_eval
         if before is None:
+            progress.phase(f"evaluating on {config.eval_tasks} held-out tasks (step 0)")
             before = _evaluate(config, team, logger, 0)
-        after = evals[max(evals)] if evals else before  # a resumed run's latest evaluation
-        bar = _progress_bar(config, start)
+        last_eval = max(evals) if evals else 0
+        after = evals[last_eval] if evals else before  # a resumed run's latest evaluation
+        eval_text, train_text = _eval_line(last_eval, after), ""
+        progress.show(eval_text)
         try:
             for step in range(start + 1, config.steps + 1):
-                bar.set_postfix_str("rolling out + updating")
-                metrics, episodes = train_step(config, team, learner, step)
+                metrics, episodes = train_step(config, team, learner, step, progress.phase)
                 if config.save_episodes:
                     write_episodes(run_dir, step, episodes)
                 logger.log_step(step, metrics)
+                train_text = _train_line(step, metrics)
+                progress.show(f"{train_text} | {eval_text}")
                 last = step == config.steps
                 if last or (config.eval_every and step % config.eval_every == 0):
-                    bar.set_postfix_str("evaluating")
+                    progress.phase(f"step {step}: evaluating on {config.eval_tasks} held-out tasks")
                     after = _evaluate(config, team, logger, step)  # also redraws the plots
+                    eval_text = _eval_line(step, after)
+                    progress.show(f"{train_text} | {eval_text}")
                 if last or step % config.checkpoint_every == 0:
+                    progress.phase(f"step {step}: saving a checkpoint")
                     save_checkpoint(
                         run_dir,
                         step,
@@ -299,24 +342,17 @@ def train(config: TrainConfig, initial_eval: dict[str, float] | None = None) -> 
                         {"config": config_to_dict(config)},
                         keep=config.keep_checkpoints,
                     )
-                bar.update(1)
-                bar.set_postfix(
-                    reward=f"{np.mean([v for k, v in metrics.items() if k.startswith('reward/')]):.3f}",
-                    success=f"{metrics['success']:.2f}",
-                    invalid=f"{metrics['invalid_rate']:.2f}",
-                    eval=f"{after['success']:.2f}",
-                )
+                progress.advance()
+            progress.phase("done")
         except KeyboardInterrupt:
-            bar.close()
+            progress.close()
             done = latest_checkpoint(run_dir)
             print(
                 f"\ninterrupted; last complete checkpoint: {done or 'none'}.\n"
                 f"continue with: python -m trainers.at_grpo --resume {run_dir}",
                 file=sys.stderr,
             )
-            raise
-        finally:
-            bar.close()
+            raise KeyboardInterrupt from None
     records = read_jsonl(run_dir / "metrics.jsonl")
     phases = ("time/generate", "time/env", "time/learner", "time/sync", "time/step")
     phase_seconds = {
@@ -370,17 +406,40 @@ def format_summary(summary: Summary) -> str:
     return "\n".join(lines)
 
 
+PRINT_CONFIG = "--print-config"
+
+
+def _resolved_fields(given: Mapping[str, Any], algo: str) -> dict[str, Any]:
+    """Every field's value for a command line that sets ``given`` (presets filled in)."""
+    config = given.get("resume") and load_run_config(given["resume"], given)
+    config = resolve_config(config or TrainConfig(**{"algo": algo, **given}))
+    return {f.name: getattr(config, f.name) for f in dataclasses.fields(config)}
+
+
 def parse_train_args(argv: Sequence[str] | None = None, *, algo: str = "at_grpo") -> dict[str, Any]:
-    """The ``TrainConfig`` fields a command line sets (``--help`` lists them all)."""
+    """The ``TrainConfig`` fields a command line sets (``--help`` lists them all, with the
+    defaults the env's preset gives for that command line)."""
+    from trainers.advantages import ADVANTAGE_ESTIMATORS
+    from trainers.backends import BACKENDS
+
     return parse_overrides(
         TrainConfig,
         argv,
         prog=f"python -m trainers.{algo}",
         aliases={"num_generations": ["-K"]},
-        description=(__doc__ or "").split("\n\n")[0]
+        description=(__doc__ or "").split("\n\n")[0].replace("``", "")
         + ("" if algo == "at_grpo" else f"\nThis alias sets --algo {algo}."),
-        epilog="Fields left at None take the env's training preset (its TRAINING, envs.TrainingPreset).",
+        epilog=(
+            "Defaults shown are those of this command line: a field left unset takes the env's training\n"
+            "preset (its TRAINING, envs.TrainingPreset) or the --algo preset, so --env sudoku --help shows\n"
+            f"sudoku's. {PRINT_CONFIG} prints the whole resolved config and exits."
+        ),
         debug_option=True,
+        resolve=lambda given: _resolved_fields(given, algo),
+        choices={"estimator": list(ADVANTAGE_ESTIMATORS), "backend": list(BACKENDS)},
+        flags={
+            PRINT_CONFIG: "Print the config this command line would run (presets filled in) as JSON and exit."
+        },
     )
 
 
@@ -399,6 +458,12 @@ def _main(argv: list[str], algo: str) -> int:
         config = load_run_config(overrides["resume"], overrides)
     else:
         config = TrainConfig(**{"algo": algo, **overrides})
+    if PRINT_CONFIG in argv:
+        resolved = resolve_config(config)
+        print(json.dumps(config_to_dict(resolved), indent=2))
+        if resolved.threads is None:
+            print(f"# threads: automatic; now: {choose_threads().describe()}", file=sys.stderr)
+        return 0
     try:
         summary = train(config)
     except KeyboardInterrupt:

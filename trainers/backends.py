@@ -73,8 +73,16 @@ class BackendConfig:
     """vLLM: fraction of GPU memory the engine may take (weights + KV cache); the learner keeps the rest."""
     vllm_kv_cache_gib: float = 2.0
     """vLLM on CPU: KV cache size in GiB (VLLM_CPU_KVCACHE_SPACE)."""
+    threads: int | None = None
+    """CPU threads for torch and the processes it starts (None: the CPUs this process is allotted, by
+    affinity and cgroup quota, minus those other work keeps busy at start; agents.threads). Recorded in
+    the run's config."""
 
     def __post_init__(self) -> None:
+        if self.threads is not None and (
+            isinstance(self.threads, bool) or not isinstance(self.threads, int) or self.threads < 1
+        ):
+            raise ConfigError(f"threads={self.threads!r} must be an integer >= 1; pass e.g. --threads 1")
         if self.backend not in BACKENDS:
             choices = " or ".join(f"--backend {name}" for name in BACKENDS)
             raise ConfigError(f"backend={self.backend!r} is not a registered backend; pass {choices}")

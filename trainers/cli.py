@@ -19,10 +19,13 @@ from __future__ import annotations
 
 import argparse
 import ast
+import contextlib
 import dataclasses
 import inspect
+import io
 import json
 import re
+import sys
 import textwrap
 import types
 import typing
@@ -33,7 +36,15 @@ from typing import Any, Literal, Union
 
 from trainers.errors import DEBUG_FLAG, DEBUG_HELP
 
-__all__ = ["FieldDoc", "build_parser", "config_from_dict", "config_to_dict", "field_docs", "parse_overrides"]
+__all__ = [
+    "FieldDoc",
+    "build_parser",
+    "canonical_argv",
+    "config_from_dict",
+    "config_to_dict",
+    "field_docs",
+    "parse_overrides",
+]
 
 DEFAULT_GROUP = "options"
 _SECTION = re.compile(r"^\s*#\s*---\s*(?P<name>.+?)\s*---\s*$")
@@ -186,6 +197,8 @@ def _type_kwargs(name: str, tp: Any, option: str) -> dict[str, Any]:
             # Unknown text passes through unchanged so that argparse's choices check reports it.
             return by_text.get(text, text)
 
+        # A choice spelled 'none' (--advantage-scale none) means that choice, not the field's None.
+        nullable = nullable and "none" not in by_text
         extra = ["none"] if nullable else []
         return {
             "type": _nullable(pick, "choice") if nullable else pick,
@@ -200,6 +213,15 @@ def _type_kwargs(name: str, tp: Any, option: str) -> dict[str, Any]:
     raise TypeError(f"field {name!r} has type {tp!r}, which build_parser cannot parse from a command line")
 
 
+class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Help with one spelling per option: a boolean pair reads ``--[no-]tensorboard``."""
+
+    def _format_action_invocation(self, action: argparse.Action) -> str:
+        if isinstance(action, argparse.BooleanOptionalAction):
+            return "--[no-]" + action.option_strings[0].removeprefix("--")
+        return super()._format_action_invocation(action)
+
+
 class _Parser(argparse.ArgumentParser):
     """An argument parser whose usage errors are one line (the usage of every field is
     screens long): ``<prog>: error: <message>; <prog> --help lists the options``, status 2."""
@@ -208,9 +230,66 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message}; {self.prog} --help lists the options\n")
 
 
-def _default_text(f: dataclasses.Field) -> str:
+def _shown(value: Any) -> str:
+    """A default as a user would type it: tuples space-separated, mappings as JSON, None as none."""
+    if value is None:
+        return "none"
+    if isinstance(value, tuple):
+        return " ".join(map(str, value)) if value else "(empty)"
+    if isinstance(value, Mapping):
+        return json.dumps(value)
+    return str(value)
+
+
+def _none_rule(doc: str) -> tuple[str, str | None]:
+    """``doc`` without its ``(None: RULE)`` part, and RULE (None when there is none); RULE may
+    hold parentheses of its own."""
+    start = doc.find("(None: ")
+    if start < 0:
+        return doc, None
+    depth = 0
+    for end in range(start, len(doc)):
+        depth += {"(": 1, ")": -1}.get(doc[end], 0)
+        if depth == 0:
+            rule = doc[start + len("(None: ") : end]
+            before, after = doc[:start].rstrip(), doc[end + 1 :].lstrip()
+            joined = before + after if after[:1] in (".", ",", ";", ":") else f"{before} {after}"
+            return joined.strip(), rule
+    return doc, None
+
+
+def _help_text(f: dataclasses.Field, doc: str, resolved: Mapping[str, Any]) -> str:
+    """The field's docstring and the default this command line would use: a field left at
+    None shows the value its rule gives (``resolved``), with the rule."""
+    doc = doc.replace("``", "")
     default = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
-    return "no default" if default is dataclasses.MISSING else f"default: {default!r}"
+    if default is dataclasses.MISSING:
+        return f"{doc} (no default)"
+    text, rule = _none_rule(doc)
+    if default is None and resolved.get(f.name) is not None:
+        return f"{text} (default: {_shown(resolved[f.name])}" + (f", {rule})" if rule else ")")
+    return f"{doc} (default: {_shown(default)})"
+
+
+def canonical_argv(
+    argv: Sequence[str], cls: type, aliases: Mapping[str, Sequence[str]] = _NO_ALIASES
+) -> list[str]:
+    """``argv`` with every accepted spelling of an option turned into the one the help shows:
+    ``--num_generations`` -> ``--num-generations``, ``--no-vllm_sleep`` -> ``--no-vllm-sleep``,
+    and long aliases (``aliases``, e.g. ``--import``) -> the field's option."""
+    spellings: dict[str, str] = {}
+    for f in dataclasses.fields(cls):
+        option = "--" + f.name.replace("_", "-")
+        spellings["--" + f.name] = option
+        spellings["--no-" + f.name] = spellings["--no_" + f.name] = "--no-" + option[2:]
+        spellings.update({alias: option for alias in aliases.get(f.name, ()) if alias.startswith("--")})
+    out: list[str] = []
+    for i, arg in enumerate(argv):
+        if arg == "--":  # everything after it is a value
+            return out + list(argv[i:])
+        name, equals, value = arg.partition("=")
+        out.append(spellings.get(name, name) + equals + value if name in spellings else arg)
+    return out
 
 
 def build_parser(
@@ -221,6 +300,9 @@ def build_parser(
     aliases: Mapping[str, Sequence[str]] = _NO_ALIASES,
     epilog: str | None = None,
     debug_option: bool = False,
+    resolved: Mapping[str, Any] | None = None,
+    choices: Mapping[str, Sequence[str]] | None = None,
+    flags: Mapping[str, str] | None = None,
 ) -> argparse.ArgumentParser:
     """An argument parser with one option per field of dataclass ``cls``.
 
@@ -232,10 +314,17 @@ def build_parser(
         cls: A dataclass whose fields all have attribute docstrings (see :func:`field_docs`).
         prog: Program name shown in the usage line.
         description: Text above the options, kept as written.
-        aliases: Extra option strings per field name, e.g. ``{"num_generations": ["-K"]}``.
+        aliases: Extra option strings per field name, e.g. ``{"num_generations": ["-K"]}``. A short
+            one (``-K``) is listed in the help; a long one is accepted (``canonical_argv``) but not
+            listed, so the help shows one spelling per option.
         epilog: Text below the options, kept as written.
         debug_option: List ``--debug`` (the command runs through ``trainers.errors.run_command``,
             which takes it off the command line before parsing).
+        resolved: The value each field left at None would take for this command line (e.g. the
+            env preset's), shown in the help as its default.
+        choices: Names to list for a plain ``str`` field (e.g. the registered estimators); the
+            config, not the parser, checks them, so names registered later still work.
+        flags: Extra on/off options ``{"--print-config": "help"}`` that the caller acts on.
 
     Raises:
         TypeError: A field has no docstring or a type the command line cannot express.
@@ -246,11 +335,13 @@ def build_parser(
     unknown = sorted(set(aliases) - set(docs))
     if unknown:
         raise ValueError(f"aliases name unknown fields {unknown}; fields: {sorted(docs)}")
+    resolved, choices = resolved or {}, choices or {}
     parser = _Parser(
         prog=prog,
+        usage="%(prog)s [options]  (see below; defaults are what this command line would use)",
         description=description,
         epilog=epilog,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=_HelpFormatter,
         # Prefixes would silently change meaning when a field is added, so only full names count.
         allow_abbrev=False,
     )
@@ -263,23 +354,56 @@ def build_parser(
         if info.group not in groups:
             groups[info.group] = parser.add_argument_group(info.group)
         option = "--" + f.name.replace("_", "-")
-        names = list(dict.fromkeys([option, "--" + f.name, *aliases.get(f.name, ())]))
+        short = [alias for alias in aliases.get(f.name, ()) if not alias.startswith("--")]
         # argparse %-formats help strings, so a literal % in a docstring must be doubled.
-        help_text = f"{info.doc} ({_default_text(f)})".replace("%", "%%")
+        help_text = _help_text(f, info.doc, resolved).replace("%", "%%")
         kwargs = _type_kwargs(f.name, hints[f.name], option)
+        if f.name in choices:
+            kwargs["metavar"] = "{" + ",".join(choices[f.name]) + "}"
         group = groups[info.group]
-        group.add_argument(*names, dest=f.name, default=argparse.SUPPRESS, help=help_text, **kwargs)
+        group.add_argument(*short, option, dest=f.name, default=argparse.SUPPRESS, help=help_text, **kwargs)
+    extra = dict(flags or {})
     if debug_option:
-        parser.add_argument(DEBUG_FLAG, action="store_true", default=argparse.SUPPRESS, help=DEBUG_HELP)
+        extra[DEBUG_FLAG] = DEBUG_HELP
+    for flag, text in extra.items():
+        parser.add_argument(
+            flag, action="store_true", default=argparse.SUPPRESS, help=text.replace("%", "%%")
+        )
     return parser
 
 
-def parse_overrides(cls: type, argv: Sequence[str] | None, **build_parser_kwargs: Any) -> dict[str, Any]:
+_HELP = ("-h", "--help")
+
+
+def parse_overrides(
+    cls: type,
+    argv: Sequence[str] | None,
+    *,
+    resolve: Callable[[dict[str, Any]], Mapping[str, Any]] | None = None,
+    **build_parser_kwargs: Any,
+) -> dict[str, Any]:
     """The options given in ``argv`` (``sys.argv[1:]`` when None) as ``{field_name: value}``.
 
     Values are converted to the field types; options not given are absent. Bad values exit with
     a one-line usage error (status 2). ``build_parser_kwargs`` go to :func:`build_parser`.
+
+    ``resolve``: for ``--help``, turns the other options given into the values of the fields
+    left at None (e.g. ``--env sudoku`` -> the sudoku preset's), which the help shows as their
+    defaults. A command line it cannot resolve shows the help without them.
     """
+    argv = canonical_argv(sys.argv[1:] if argv is None else argv, cls, build_parser_kwargs.get("aliases", {}))
+    if resolve is not None and any(arg in _HELP for arg in argv):
+        try:
+            plain = build_parser(cls, **build_parser_kwargs)
+            with contextlib.redirect_stderr(io.StringIO()):  # its errors show after the help, if at all
+                known, _ = plain.parse_known_args([arg for arg in argv if arg not in _HELP])
+            given = {
+                f.name: getattr(known, f.name) for f in dataclasses.fields(cls) if hasattr(known, f.name)
+            }
+            # A field the command line sets shows its own rule, not a preset's label on its value.
+            build_parser_kwargs["resolved"] = {k: v for k, v in resolve(given).items() if k not in given}
+        except (Exception, SystemExit):  # noqa: BLE001  (help must show even for a broken command line)
+            pass
     parser = build_parser(cls, **build_parser_kwargs)
     given = vars(parser.parse_args(argv))
     return {f.name: given[f.name] for f in dataclasses.fields(cls) if f.name in given}

@@ -64,6 +64,7 @@ ALGO_PRESETS: dict[str, dict[str, Any]] = {
 LOSS_ADVANTAGE_SCALE: dict[str, str] = {"grpo": "group", "dapo": "group", "dr_grpo": "none"}
 LOSS_DYNAMIC_SAMPLING: dict[str, bool] = {"grpo": False, "dapo": True, "dr_grpo": False}
 
+
 def env_preset(env_id: str) -> dict[str, Any]:
     """The training preset of an env (``envs.spec(env_id).training``) as ``TrainConfig`` field
     values: ``env_kwargs`` (sizes and the training horizon), ``tasks_per_step``,
@@ -197,7 +198,8 @@ class TrainConfig(BackendConfig):
 
     # --- evaluation ---
     eval_every: int | None = None
-    """Evaluate on held-out test tasks every N steps, before training and at the end (0: only those two)."""
+    """Evaluate on held-out test tasks every N steps, before training and at the end (0: only those two)
+    (None: the env preset's)."""
     eval_tasks: int | None = None
     """Held-out test tasks per evaluation (one episode each, K = 1) (None: the env preset's)."""
     eval_temperature: float = 0.0
@@ -276,7 +278,9 @@ class TrainConfig(BackendConfig):
 
 
 # Fields a resumed run may change; everything else must match the saved config.
-RESUMABLE_OVERRIDES = frozenset({"steps", "progress", "tensorboard", "plots", "resume", "eval_every"})
+RESUMABLE_OVERRIDES = frozenset(
+    {"steps", "progress", "tensorboard", "plots", "resume", "eval_every", "threads"}
+)
 
 
 def _positive(config: TrainConfig, name: str, minimum: int | float = 1, hint: str = "") -> None:

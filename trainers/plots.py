@@ -4,13 +4,14 @@
 
 * ``train_reward.png``: every ``reward/<role>`` training metric vs step;
 * ``train_success.png``: the training ``success`` and ``invalid_rate`` vs step;
-* ``eval.png``: the evaluation ``success`` (and ``<team>/success`` of a warm start's other
-  teams) and every ``return/<role>`` vs step;
+* ``eval.png``: the held-out ``success`` and ``invalid_rate`` (and ``<team>/success``,
+  ``<team>/invalid_rate`` of a warm start's other teams) and every ``return/<role>`` vs step;
 * ``train_loss.png``: a warm start's reply-token NLL (``nll``) and validation NLL (``val_nll``).
 
-A plot without data is skipped. Figures are built with ``matplotlib.figure.Figure`` and its Agg
-canvas rather than pyplot: no backend is switched for the calling process (a notebook keeps its
-own), and no figure is registered anywhere, so nothing accumulates over a long run.
+Rates are drawn on a 0..1 axis. A plot without data is skipped. Figures are built with
+``matplotlib.figure.Figure`` and its Agg canvas rather than pyplot: no backend is switched
+for the calling process (a notebook keeps its own), and no figure is registered anywhere,
+so nothing accumulates over a long run.
 """
 
 from __future__ import annotations
@@ -51,6 +52,11 @@ def _keys_with_prefix(records: Iterable[dict[str, Any]], prefix: str) -> list[st
     return sorted({key for record in records for key in record if key.startswith(prefix)})
 
 
+RATE_LABEL = "rate"
+"""The y label of a panel of rates (success, invalid replies): drawn on a 0..1 axis, so an
+all-zero curve reads as zero rather than as noise on a -0.04..0.04 scale."""
+
+
 def _save(panels: list[tuple[str, str, Series]], path: Path, *, markers: bool) -> None:
     """Draws one axes per panel (title, y label, series) side by side and writes the PNG
     atomically, so a viewer never opens a half-written file."""
@@ -68,6 +74,8 @@ def _save(panels: list[tuple[str, str, Series]], path: Path, *, markers: bool) -
         ax.set_title(title)
         ax.set_xlabel("training step")
         ax.set_ylabel(ylabel)
+        if ylabel == RATE_LABEL:
+            ax.set_ylim(-0.02, 1.02)
         ax.grid(True, alpha=0.3)
         ax.legend(loc="best", fontsize="small")
     tmp = path.with_name(f".{path.name}.tmp")
@@ -110,17 +118,23 @@ def plot_run(run_dir: str | Path) -> list[Path]:
     success = _series(train, ["success", "invalid_rate"])
     if success:
         figures.append(
-            ("train_success.png", [("Training success and invalid actions", "rate", success)], False)
+            ("train_success.png", [("Training success and invalid actions", RATE_LABEL, success)], False)
         )
     nll = _series(train, ["nll", "val_nll"])
     if nll:
         figures.append(("train_loss.png", [("Reply-token NLL", "nats per token", nll)], True))
     eval_panels = []
-    eval_success = _series(
-        evals, ["success", *(k for k in _keys_with_prefix(evals, "") if k.endswith("/success"))]
+    eval_rates = _series(
+        evals,
+        [
+            "success",
+            *(k for k in _keys_with_prefix(evals, "") if k.endswith("/success")),
+            "invalid_rate",
+            *(k for k in _keys_with_prefix(evals, "") if k.endswith("/invalid_rate")),
+        ],
     )
-    if eval_success:
-        eval_panels.append(("Evaluation success", "success rate", eval_success))
+    if eval_rates:
+        eval_panels.append(("Held-out success and invalid replies", RATE_LABEL, eval_rates))
     eval_returns = _series(evals, _keys_with_prefix(evals, "return/"))
     if eval_returns:
         eval_panels.append(("Evaluation return per role", "mean return", eval_returns))

@@ -43,12 +43,14 @@ import numpy as np
 import envs
 from agents.base import SamplingParams
 from agents.team import Team
+from agents.threads import configure_threads
 from trainers.checkpoint import latest_checkpoint, load_checkpoint, resume_checkpoint, save_checkpoint
 from trainers.cli import config_to_dict, parse_overrides
 from trainers.config import ConfigError
 from trainers.demonstrations import oracle_demonstrations, replayed_demonstrations
 from trainers.episode_store import RecordedEpisode, read_episodes
 from trainers.evaluation import evaluate
+from trainers.progress import RunProgress
 from trainers.records import TaskKey, Turn
 from trainers.run_dirs import load_saved_config, new_run_dir
 from trainers.run_log import RunLogger, atomic_write_text, read_jsonl
@@ -253,13 +255,29 @@ def load_sft_config(run_dir: str | Path, overrides: dict) -> SFTConfig:
 
 def train_sft(config: SFTConfig) -> SFTSummary:
     """Run (or, with ``config.resume``, continue) a warm start; see the module docstring."""
-    import torch
-
     started = time.perf_counter()
     config = resolve_sft_config(config)
+    progress = RunProgress(config.steps, desc=f"sft {envs.spec(config.env).name}", enabled=config.progress)
+    try:  # the display runs from here, so loading, demonstrations and evaluations show too
+        return _run_sft(config, progress, started)
+    finally:
+        progress.close()
+
+
+def _run_sft(config: SFTConfig, progress: RunProgress, started: float) -> SFTSummary:
+    import torch
+
+    say = progress.write  # print() would tear the progress display apart
+    progress.phase("choosing CPU threads")
+    threads = configure_threads(config.threads)
+    say(threads.describe())
+    if warning := threads.warning():
+        say(warning)
+    config = dataclasses.replace(config, threads=threads.threads)  # recorded in config.json
     run_dir = Path(config.resume) if config.resume else _new_run_dir(config)
     checkpoint = resume_checkpoint(run_dir) if config.resume else None  # newest intact one
     torch.manual_seed(config.seed)  # LoRA initialisation draws from the global torch RNG
+    progress.phase(f"loading {config.model}")
     teams = team_variants(config)
     learner = SupervisedLearner(
         teams[config.teams[0]],
@@ -268,41 +286,42 @@ def train_sft(config: SFTConfig) -> SFTSummary:
         micro_batch_tokens=config.micro_batch_tokens,
     )
     start = load_checkpoint(checkpoint, learner)["step"] if checkpoint else 0
-    print(f"run dir: {run_dir}" + (f" (resuming after step {start})" if checkpoint else ""), file=sys.stderr)
+    progress.resume_at(start)
+    say(f"run dir: {run_dir}" + (f" (resuming after step {start})" if checkpoint else ""))
+    progress.phase(f"recording demonstrations ({' '.join(config.demos)})")
     train, val = _demonstrations(config, teams)
     if not train:
         raise ConfigError(
             f"no demonstration from --demos {' '.join(config.demos)}: the oracle solved none of the "
             f"{config.train_tasks} training tasks (raise max_cycles), or the runs hold no replayable success"
         )
-    print(
+    say(
         f"demonstrations: {len(train)} train turns ({' '.join(config.demos)} x {list(config.teams)}), "
-        f"{len(val)} validation turns",
-        file=sys.stderr,
+        f"{len(val)} validation turns"
     )
     logger = RunLogger(
         run_dir, resume_step=start if checkpoint else None, tensorboard=config.tensorboard, plots=config.plots
     )
     atomic_write_text(run_dir / "config.json", json.dumps(config_to_dict(config), indent=2))
-    from tqdm.auto import tqdm
+
+    def evaluate_at(step: int, val_nll: float) -> dict[str, float]:
+        progress.phase(f"step {step}: evaluating on {config.eval_tasks} held-out tasks")
+        return _evaluate(config, teams, logger, step, val_nll)
 
     with logger:
         evals = {record["step"]: record for record in read_jsonl(run_dir / "eval.jsonl")}
-        before = evals.get(0) or _evaluate(config, teams, logger, 0, learner.nll(val)["all"])
+        if 0 not in evals:
+            progress.phase("validation NLL (step 0)")
+        before = evals.get(0) or evaluate_at(0, learner.nll(val)["all"])
         after = evals[max(evals)] if evals else before
         vals = [r["val_nll"] for r in read_jsonl(run_dir / "metrics.jsonl") if "val_nll" in r]
         val_before = before["val_nll"]
         val_after = vals[-1] if vals else val_before
-        bar = tqdm(
-            total=config.steps,
-            initial=start,
-            unit="step",
-            disable=not config.progress,
-            dynamic_ncols=True,
-            desc=f"sft {envs.spec(config.env).name}",
-        )
+        eval_text = f"held-out (step {max(evals, default=0)}): success {after['success']:.2f}"
+        progress.show(eval_text)
         try:
             for step in range(start + 1, config.steps + 1):
+                progress.phase(f"step {step}: updating on {config.batch_size} demonstrations")
                 step_start = time.perf_counter()
                 batch = [train[i] for i in batch_indices(len(train), config.batch_size, config.seed, step)]
                 lr = config.lr * lr_factor(config.lr_schedule, step, config.steps, config.warmup_steps)
@@ -322,12 +341,17 @@ def train_sft(config: SFTConfig) -> SFTSummary:
                 last = step == config.steps
                 evaluating = last or bool(config.eval_every and step % config.eval_every == 0)
                 if evaluating or step % config.val_every == 0:
+                    progress.phase(f"step {step}: validation NLL")
                     metrics["val_nll"] = val_after = learner.nll(val)["all"]
                 logger.log_step(step, metrics)
+                train_text = f"step {step}: nll {metrics['nll']:.3f}  val nll {val_after:.3f}"
+                progress.show(f"{train_text} | {eval_text}")
                 if evaluating:
-                    bar.set_postfix_str("evaluating")
-                    after = _evaluate(config, teams, logger, step, val_after)
+                    after = evaluate_at(step, val_after)
+                    eval_text = f"held-out (step {step}): success {after['success']:.2f}"
+                    progress.show(f"{train_text} | {eval_text}")
                 if last or step % config.checkpoint_every == 0:
+                    progress.phase(f"step {step}: saving a checkpoint")
                     save_checkpoint(
                         run_dir,
                         step,
@@ -335,26 +359,22 @@ def train_sft(config: SFTConfig) -> SFTSummary:
                         {"trainer": "sft", "config": config_to_dict(config)},
                         keep=config.keep_checkpoints,
                     )
-                bar.update(1)
-                bar.set_postfix(
-                    nll=f"{metrics['nll']:.3f}", val=f"{val_after:.3f}", eval=f"{after['success']:.2f}"
-                )
+                progress.advance()
             if start >= config.steps and max(evals, default=-1) != start:
                 # Resumed with --steps at (or below) the last checkpoint, e.g. to end a run
                 # early: no step is left, but these weights were never evaluated, and the
                 # summary must not report an older evaluation as "after".
                 val_after = learner.nll(val)["all"]
-                after = _evaluate(config, teams, logger, start, val_after)
+                after = evaluate_at(start, val_after)
+            progress.phase("done")
         except KeyboardInterrupt:
-            bar.close()
+            progress.close()
             print(
                 f"\ninterrupted; last complete checkpoint: {latest_checkpoint(run_dir) or 'none'}.\n"
                 f"continue with: python -m trainers.sft --resume {run_dir}",
                 file=sys.stderr,
             )
             raise
-        finally:
-            bar.close()
     return SFTSummary(
         run_dir,
         config.steps,

@@ -53,6 +53,9 @@ class SFTConfig:
     """Text written as the start of every reply (not trained), as in training."""
     device: str | None = None
     """Torch device (None: cuda when available, else cpu)."""
+    threads: int | None = None
+    """CPU threads for torch (None: the CPUs this process is allotted minus those other work keeps busy
+    at start; agents.threads). Recorded in the run's config."""
 
     # --- data ---
     demos: tuple[str, ...] = ("oracle",)
@@ -137,6 +140,7 @@ class SFTConfig:
         for name in ("lora_alpha", "micro_batch_tokens", "checkpoint_every", "keep_checkpoints", "val_every"):
             _positive(self, name)
         _positive(self, "max_new_tokens")
+        _positive(self, "threads")
         _positive(self, "eval_every", 0)
         _positive(self, "transcripts", 0)
         if isinstance(self.demos, str):  # config.json of runs saved before demos was a tuple
@@ -173,7 +177,7 @@ class SFTConfig:
 
 # Fields a resumed warm start may change; everything else must match the saved config.
 SFT_RESUMABLE_OVERRIDES = frozenset(
-    {"steps", "progress", "tensorboard", "plots", "resume", "eval_every", "val_every"}
+    {"steps", "progress", "tensorboard", "plots", "resume", "eval_every", "val_every", "threads"}
 )
 
 

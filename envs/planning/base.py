@@ -97,6 +97,8 @@ class PlanningGame:
         instructions: ``(role, max_moves_per_turn) -> text``: rules, grammar, the role's job.
         brief_instructions: ``(role) -> (rules, job)`` of the brief prompt style (``None``:
             the env has only the verbose one).
+        min_moves: ``(params) -> int``: fewest moves any level of these params needs (``None``:
+            unknown); a horizon shorter than that is a configuration no team can win.
     """
 
     presets: Mapping[str, Any]
@@ -106,12 +108,14 @@ class PlanningGame:
     format_moves: Callable[[list[Any]], str]
     instructions: Callable[[str, int], str]
     brief_instructions: Callable[[str], tuple[str, str]] | None = None
+    min_moves: Callable[[Any], int] | None = None
 
     @classmethod
     def from_modules(cls, levels: Any, game: Any, prompts: Any) -> PlanningGame:
         """The game a planning env's package defines by convention: ``levels.PRESETS`` and
         ``levels.generate_level``, ``game.solve``, and ``prompts.parse_moves``,
-        ``format_moves``, ``instructions`` (and ``brief_instructions`` if it has them)."""
+        ``format_moves``, ``instructions`` (and ``brief_instructions`` and ``levels.min_moves``
+        if they have them)."""
         return cls(
             presets=levels.PRESETS,
             generate_level=levels.generate_level,
@@ -120,6 +124,7 @@ class PlanningGame:
             format_moves=prompts.format_moves,
             instructions=prompts.instructions,
             brief_instructions=getattr(prompts, "brief_instructions", None),
+            min_moves=getattr(levels, "min_moves", None),
         )
 
 
@@ -195,9 +200,29 @@ class PlanningEnv(TextAECEnv):
         if not isinstance(max_moves_per_turn, int) or max_moves_per_turn < 1:
             raise ValueError(f"{name}: max_moves_per_turn must be a positive int, got {max_moves_per_turn!r}")
         self.max_moves_per_turn = max_moves_per_turn
+        self._check_horizon(name)
         self.success_bonus = float(success_bonus)
         self.optimality_bonus = float(optimality_bonus)
         self.plan_bonus = float(plan_bonus)
+
+    def _check_horizon(self, name: str) -> None:
+        """Warn, once at construction, when no level of these sizes fits an episode.
+
+        A horizon that only some levels exceed is a choice, not a mistake: the training presets
+        play 2 cycles (easy Sokoban: 20 moves for levels of 6 to 30), so the rare long level is
+        a task the team cannot win, and warning about each one would be noise about settings
+        the user never made. ``level.optimal_moves`` says what a task needs.
+        """
+        if self.GAME.min_moves is None:
+            return
+        horizon, needed = self.max_cycles * self.max_moves_per_turn, self.GAME.min_moves(self.params)
+        if needed > horizon:
+            warnings.warn(
+                f"{name}: every {self.difficulty} task needs at least {needed} moves but an episode allows "
+                f"at most max_cycles * max_moves_per_turn = {horizon}, so no team can solve one; raise "
+                "max_cycles or max_moves_per_turn, or pick a smaller difficulty.",
+                stacklevel=3,
+            )
 
     def _generate_level(self, rng: np.random.Generator) -> PlanningLevel:
         return self.GAME.generate_level(self.params, rng)
@@ -213,14 +238,6 @@ class PlanningEnv(TextAECEnv):
         self.level = generate_in_split(task_seed, self._generate_level, lambda lv: lv.fingerprint)
         self.puzzle = self.level.puzzle.copy()
         self.moves_made = 0
-        horizon = self.max_cycles * self.max_moves_per_turn
-        if self.level.optimal_moves > horizon:
-            warnings.warn(
-                f"{type(self).__name__}: task {task_seed} needs {self.level.optimal_moves} moves but an "
-                f"episode allows at most max_cycles * max_moves_per_turn = {horizon}; raise one of "
-                "them or pick a smaller difficulty, or no team can solve it.",
-                stacklevel=2,
-            )
 
     def _state_key(self) -> Hashable:
         return self.puzzle.key()

@@ -169,7 +169,6 @@ daemons or for the budget, and the Linux-only ``prctl`` steps are skipped.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 
@@ -234,8 +233,10 @@ class SandboxPool:
     """
 
     def __init__(self, workers: int | None = None, limits: SandboxLimits | None = None) -> None:
-        if workers is None:
-            workers = os.cpu_count() or 1
+        if workers is None:  # one per CPU this process may use (affinity, cgroup quota), not per host CPU
+            from envs.cpus import allotted_cpus  # here: the package also runs copied out of envs
+
+            workers = allotted_cpus().count
         if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
             raise ValueError(f"SandboxPool(workers=...) must be an int >= 1 or None (cpus), got {workers!r}")
         self.workers = workers

@@ -6,9 +6,13 @@ here, so the documented code is exactly what the conformance suite checks.
 
 from __future__ import annotations
 
+import atexit
+import functools
 import math
 import re
+import shutil
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -25,12 +29,26 @@ def readme_example_source() -> str:
     return match.group(1)
 
 
-def import_readme_example(directory: Path) -> None:
-    """Write the README example to ``directory/guess_env.py`` and import it (registers it)."""
+def import_readme_example(directory: Path | None = None) -> None:
+    """Write the README example to ``directory/guess_env.py`` and import it (registers it).
+
+    Without ``directory``, one temporary directory serves the whole test session and is
+    removed when the interpreter exits (test modules import the example at collection time,
+    before any fixture could own the directory).
+    """
+    if directory is None:
+        directory = _session_example_dir()
     (directory / f"{EXAMPLE_MODULE}.py").write_text(readme_example_source(), encoding="utf-8")
     if str(directory) not in sys.path:
         sys.path.insert(0, str(directory))
     __import__(EXAMPLE_MODULE)
+
+
+@functools.cache
+def _session_example_dir() -> Path:
+    directory = Path(tempfile.mkdtemp(prefix="teamgym-readme-"))
+    atexit.register(shutil.rmtree, directory, True)
+    return directory
 
 
 def play_oracle(env, seed: int):

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -22,7 +21,7 @@ from envs.check import CHECKS, run_check, step_texts, subjects
 from tests.conftest import SUBPROCESS_TIMEOUT_S
 from tests.envs.conftest import import_readme_example
 
-import_readme_example(Path(tempfile.mkdtemp(prefix="teamgym-readme-")))
+import_readme_example()
 
 BUILTIN_IDS = ("sokoban-v0", "plan_path-v0", "sudoku-v0", "math-v0", "code-v0")
 # Every registered env except the trainer tests' fixtures (namespace test/: a one-character

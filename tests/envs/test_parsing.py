@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import sys
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -23,7 +22,7 @@ from tests.envs.conftest import (
     timed,
 )
 
-import_readme_example(Path(tempfile.mkdtemp(prefix="teamgym-readme-")))
+import_readme_example()
 
 
 @pytest.mark.parametrize(

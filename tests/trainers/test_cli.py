@@ -9,7 +9,15 @@ from typing import Literal
 
 import pytest
 
-from trainers.cli import FieldDoc, build_parser, config_from_dict, config_to_dict, field_docs, parse_overrides
+from trainers.cli import (
+    FieldDoc,
+    build_parser,
+    canonical_argv,
+    config_from_dict,
+    config_to_dict,
+    field_docs,
+    parse_overrides,
+)
 
 # The toy configs live at module level: field_docs reads their source, get_type_hints their globals.
 
@@ -133,32 +141,97 @@ def test_alias_for_an_unknown_field_is_a_value_error():
         build_parser(TrainConfig, prog="x", description="", aliases={"num_gens": ["-K"]})
 
 
-def test_help_lists_every_field_with_doc_default_and_group(monkeypatch):
+def test_help_lists_every_field_once_with_doc_default_and_group(monkeypatch):
     monkeypatch.setenv("COLUMNS", "200")
     parser = build_parser(EvalConfig, prog="train", description="Train a team.\n  keep this", aliases=ALIASES)
     raw = parser.format_help()
     text = " ".join(raw.split())
     assert "Train a team.\n  keep this" in raw
     for name, info in field_docs(EvalConfig).items():
-        assert "--" + name.replace("_", "-") in text
-        assert info.doc in text
+        option = name.replace("_", "-")
+        assert f"--{option}" in text or f"--[no-]{option}" in text
+        assert info.doc.replace("``", "") in text
     for default in [
-        "(default: 'sokoban')",
+        "(default: sokoban)",
         "(default: {})",
         "(default: 4)",
-        "(default: None)",
-        "(default: ('</answer>',))",
+        "(default: none)",
+        "(default: </answer>)",  # a tuple as it is typed
         "(default: True)",
         "(default: 0.7)",
         "(default: 0.1)",
     ]:
         assert default in text
-    assert "-K NUM_GENERATIONS" in text and "--num_generations" in text
-    assert "--tensorboard, --no-tensorboard" in text
+    # One spelling per option: the short alias shows, the underscore form does not.
+    assert "-K NUM_GENERATIONS, --num-generations NUM_GENERATIONS" in text
+    assert "--num_generations" not in text and "--no-tensorboard" not in text
+    assert "--[no-]tensorboard" in text
     assert "{mas,single}" in text and "{dev,test,none}" in text
     assert "10%" in text
     titles = [raw.index(f"\n{title}:\n") for title in ["env", "sampling", "logging", "eval"]]
     assert titles == sorted(titles)
+    usage = raw[: raw.index("\n\n")]
+    assert usage.count("\n") == 0 and "[options]" in usage  # one line, not a wall of flags
+
+
+def test_help_shows_the_values_a_field_left_at_none_resolves_to(monkeypatch):
+    monkeypatch.setenv("COLUMNS", "200")
+    parser = build_parser(TrainConfig, prog="x", description="", resolved={"max_new_tokens": 16})
+    text = " ".join(parser.format_help().split())
+    assert "--max-new-tokens MAX_NEW_TOKENS Longest reply in tokens. (default: 16, the env preset's)" in text
+    # choices of a plain str field are listed, not enforced (registries can grow after parsing)
+    parser = build_parser(TrainConfig, prog="x", description="", choices={"env": ["sokoban", "sudoku"]})
+    assert "--env {sokoban,sudoku}" in " ".join(parser.format_help().split())
+    assert parse_overrides(TrainConfig, ["--env", "countdown"], prog="x", description="") == {
+        "env": "countdown"
+    }
+
+
+def test_help_of_the_training_command_shows_the_env_preset(capsys, monkeypatch):
+    from trainers.at_grpo import parse_train_args
+
+    monkeypatch.setenv("COLUMNS", "200")
+    for argv, needles in [
+        (["--env", "sokoban", "--help"], ["Longest reply in tokens. (default: 16, the env preset's)"]),
+        (["--env", "sudoku", "--help"], ["Longest reply in tokens. (default: 48, the env preset's)"]),
+        (  # a value given on the command line is not labelled as the preset's
+            ["--env", "sudoku", "--steps", "3", "--help"],
+            ["Training steps (rollout + update) (None: the env preset's). (default: none)"],
+        ),
+    ]:
+        with pytest.raises(SystemExit) as info:
+            parse_train_args(argv)
+        assert info.value.code == 0
+        text = " ".join(capsys.readouterr().out.split())
+        for needle in needles:
+            assert needle in text
+        assert "(default: 5, the env preset's)" in text  # --eval-every
+        assert "--estimator {grpo,rloo,at_grpo,per_agent,gigpo,matpo,tree}" in text
+        assert "``" not in text
+
+
+def test_underscore_spellings_and_long_aliases_are_still_accepted():
+    from trainers.config import TrainConfig as RealTrainConfig
+
+    argv = ["--num_generations", "2", "--no-vllm_sleep", "--env_kwargs={}"]
+    assert canonical_argv(argv, RealTrainConfig) == [
+        "--num-generations",
+        "2",
+        "--no-vllm-sleep",
+        "--env-kwargs={}",
+    ]
+    assert canonical_argv(["--stop", "--", "--num_generations"], TrainConfig) == [
+        "--stop",
+        "--",
+        "--num_generations",
+    ]
+
+
+def test_a_choice_spelled_none_is_that_choice_not_the_fields_none():
+    from trainers.at_grpo import parse_train_args
+
+    assert parse_train_args(["--advantage-scale", "none"]) == {"advantage_scale": "none"}
+    assert parse_train_args(["--policy", "none"]) == {"policy": None}
 
 
 @pytest.mark.parametrize(

@@ -131,3 +131,26 @@ def test_every_loss_field_of_the_learner_is_a_training_flag():
     train_fields = {f.name for f in dataclasses.fields(TrainConfig)}
     derived = {"max_response_length"}  # --max-new-tokens
     assert {f.name for f in dataclasses.fields(LearnerConfig)} - derived <= train_fields
+
+
+@pytest.mark.parametrize("name", ["sokoban", "plan_path", "sudoku", "math", "code"])
+def test_the_training_presets_raise_no_warning_on_any_builtin_env(name):
+    import warnings
+
+    import envs
+    from envs.splits import split_seeds
+    from trainers.config import env_preset
+
+    kwargs = env_preset(name)["env_kwargs"]
+    beyond_horizon = 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the preset must not warn about itself, nor about any task
+        for split in ("train", "test"):
+            env = envs.make(name, split=split, **kwargs)
+            for seed in split_seeds(split, 700 if name in ("sokoban", "plan_path", "sudoku") else 10):
+                env.reset(seed=seed)
+                level = getattr(env, "level", None)
+                if level is not None and level.optimal_moves > env.max_cycles * env.max_moves_per_turn:
+                    beyond_horizon += 1
+    if name == "sokoban":  # the case that used to warn: easy levels of 21-30 moves, a 20-move horizon
+        assert beyond_horizon > 0

@@ -44,6 +44,12 @@ PRESETS: dict[str, PlanPathParams] = {
 }
 
 
+def min_moves(params: PlanPathParams) -> int:
+    """Fewest moves any level of ``params`` needs: the start is ``min_distance`` moves or more
+    from the goal."""
+    return params.min_distance
+
+
 def generate_level(params: PlanPathParams, rng: np.random.Generator, max_tries: int = 200) -> PlanningLevel:
     """A solvable level; retries wall layouts until two cells are far enough apart."""
     for _ in range(max_tries):

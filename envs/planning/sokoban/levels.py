@@ -105,6 +105,11 @@ PRESETS: dict[str, SokobanParams] = {
 }
 
 
+def min_moves(params: SokobanParams) -> int:
+    """Fewest moves any level of ``params`` needs: the accepted levels' lower bound (``min_moves``)."""
+    return params.min_moves
+
+
 def _connected(floor: set[Cell]) -> bool:
     start = next(iter(floor))
     seen = {start}

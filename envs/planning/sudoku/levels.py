@@ -62,6 +62,11 @@ PRESETS: dict[str, SudokuParams] = {
 }
 
 
+def min_moves(params: SudokuParams) -> int:
+    """Fewest moves any level of ``params`` needs: one fill per blank."""
+    return params.num_blanks
+
+
 def random_full_grid(size: int, rng: np.random.Generator) -> tuple[int, ...]:
     """A random complete valid grid drawn from ``rng`` (randomized backtracking)."""
     grid = find_solution((EMPTY,) * (size * size), rng)
