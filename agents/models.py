@@ -178,6 +178,20 @@ def model_unavailable(name: str) -> str | None:
     return f"not a built-in ({builtins}), an existing local directory, or a hub id 'org/name'"
 
 
+@contextlib.contextmanager
+def _quiet_loading(transformers: Any) -> Iterator[None]:
+    """No "Loading weights" bar from transformers: a local load takes a second, and its bar
+    would draw over the command's own progress display."""
+    logging = transformers.utils.logging
+    was_enabled = logging.is_progress_bar_enabled()
+    logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            logging.enable_progress_bar()
+
+
 def load_model(
     name: str = DEFAULT_MODEL,
     *,
@@ -205,7 +219,8 @@ def load_model(
     else:
         path = resolve_model(name)
         auto_lm = transformers.AutoModelForCausalLM
-        model = auto_lm.from_pretrained(path, **_dtype_kwarg(transformers, torch_dtype))
+        with _quiet_loading(transformers):
+            model = auto_lm.from_pretrained(path, **_dtype_kwarg(transformers, torch_dtype))
         tokenizer = transformers.AutoTokenizer.from_pretrained(path)
     _prepare_tokenizer(tokenizer)
     if model.generation_config is not None and model.generation_config.pad_token_id is None:

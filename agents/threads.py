@@ -2,9 +2,9 @@
 
 torch's default is one thread per core. On a machine where other work already keeps a core
 busy that default collapses: its threads wait for each other at every parallel region, and a
-thread that shares its core with another process makes all of them wait. Measured on a 2-core
-machine with one core busy, generation ran 14-16x slower with 2 threads than with 1
-(``python -m benchmarks.generation --threads 1 2 --load 0 1`` shows it side by side).
+thread that shares its core with another process makes all of them wait. On this project's
+2-core machines with one core busy, generation ran 2.4x slower with 2 threads than with 1
+(``python -m benchmarks.generation``, README "CPU threads"; a user's report saw 14-16x).
 
 So every command of the project picks its thread count itself, before torch does any work:
 
@@ -57,7 +57,7 @@ class ThreadChoice:
     def describe(self) -> str:
         """One line for the console, e.g. 'threads: 1 (auto: 2 CPUs (affinity), 1.0 busy with
         other work; --threads N to choose)'."""
-        how = f"--threads {self.requested}" if self.requested is not None else "auto"
+        how = "as configured" if self.requested is not None else "auto"
         line = (
             f"threads: {self.threads} ({how}: {self.allotted.describe()}, "
             f"{self.busy:.1f} busy with other work"
@@ -72,9 +72,10 @@ class ThreadChoice:
             return None
         if self.requested is not None and self.threads > math.floor(self.free + _IDLE_SLACK):
             return (
-                f"warning: --threads {self.threads} but other processes keep {self.busy:.1f} of "
-                f"{self.allotted.count} CPUs busy: threads will wait for cores and every step slows down "
-                f"(on 2 cores, 2 threads beside one busy core ran 14x slower); pass --threads "
+                f"warning: {self.threads} threads (--threads, or the config of the run being resumed) but "
+                f"other processes keep {self.busy:.1f} of "
+                f"{self.allotted.count} CPUs busy: threads will wait for cores and every step slows down, "
+                "often several times over (python -m benchmarks.generation measures it); pass --threads "
                 f"{max(1, math.floor(self.free + _IDLE_SLACK))} or leave --threads unset"
             )
         return (

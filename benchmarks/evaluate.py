@@ -49,7 +49,7 @@ from agents.threads import configure_threads
 from benchmarks.eval_config import ConfigError, EvalConfig
 from benchmarks.eval_report import Cell, Column, markdown_tables, seed_spread, write_plots, write_results
 from benchmarks.eval_teams import NotApplicable, PolicyBank, RowSpec, team_rows
-from trainers.backends import check_model_available
+from trainers.backends import BACKENDS, check_model_available
 from trainers.cli import config_to_dict, parse_overrides
 from trainers.config import env_preset
 from trainers.errors import run_command
@@ -413,6 +413,7 @@ def _main(args: list[str]) -> EvalResults:
         epilog="Fields left at None take the env's training preset (its TRAINING, envs.TrainingPreset).",
         aliases={"imports": ["--import"]},
         debug_option=True,
+        choices={"backend": list(BACKENDS)},
     )
     config = EvalConfig(**overrides)
     try:

@@ -339,8 +339,8 @@ def build_parser(
     parser = _Parser(
         prog=prog,
         usage="%(prog)s [options]  (see below; defaults are what this command line would use)",
-        description=description,
-        epilog=epilog,
+        description=description.replace("``", ""),  # docstring markup reads as noise in a terminal
+        epilog=epilog.replace("``", "") if epilog else epilog,
         formatter_class=_HelpFormatter,
         # Prefixes would silently change meaning when a field is added, so only full names count.
         allow_abbrev=False,

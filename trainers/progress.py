@@ -66,7 +66,7 @@ class RunProgress:
         two_lines: bool | None = None,
         tick_seconds: float = 1.0,
     ) -> None:
-        from tqdm.auto import tqdm
+        from tqdm import tqdm  # the plain one: the same drawing in a terminal, a log and a notebook
 
         self.file = file if file is not None else sys.stderr
         interactive = bool(getattr(self.file, "isatty", lambda: False)())

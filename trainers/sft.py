@@ -248,6 +248,12 @@ def _new_run_dir(config: SFTConfig) -> Path:
     return new_run_dir(config.output_dir, config.run_name, f"{envs.spec(config.env).name}-sft")
 
 
+def _resolved_fields(given: dict) -> dict:
+    """Every field's value for a command line that sets ``given`` (presets filled in)."""
+    config = resolve_sft_config(SFTConfig(**given))
+    return {f.name: getattr(config, f.name) for f in dataclasses.fields(config)}
+
+
 def load_sft_config(run_dir: str | Path, overrides: dict) -> SFTConfig:
     """The saved config of a warm-start run, with the overrides a resume may change."""
     return load_saved_config(SFTConfig, run_dir, overrides, SFT_RESUMABLE_OVERRIDES)
@@ -418,7 +424,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         argv,
         prog="python -m trainers.sft",
         description=(__doc__ or "").split("\n\n")[0],
-        epilog="Fields left at None take the env's training preset (its TRAINING, envs.TrainingPreset).",
+        epilog="Defaults shown are those of this command line: a field left unset takes the env's training\n"
+        "preset (its TRAINING, envs.TrainingPreset), so --env sokoban --help shows sokoban's.",
+        resolve=_resolved_fields,
     )
     try:
         config = (

@@ -33,9 +33,9 @@ def test_automatic_threads_are_the_free_allotted_cpus(allotted, busy, threads):
 def test_an_explicit_count_is_used_as_given_and_warned_about_when_too_many():
     choice = choose_threads(2, allotted=TWO, busy=1.0)
     assert choice.threads == 2 and choice.oversubscribed
-    assert "--threads 2" in choice.warning() and "--threads 1" in choice.warning()
+    assert "2 threads (--threads" in choice.warning() and "pass --threads 1" in choice.warning()
     assert choose_threads(1, allotted=TWO, busy=1.0).warning() is None
-    assert "--threads 1" in choose_threads(1, allotted=TWO, busy=0.0).describe()
+    assert "threads: 1 (as configured" in choose_threads(1, allotted=TWO, busy=0.0).describe()
 
 
 def test_auto_warns_only_when_less_than_a_core_is_left():
