@@ -27,7 +27,18 @@ from dataclasses import dataclass
 
 from envs.cpus import CpuAllotment, allotted_cpus, busy_cpus
 
-__all__ = ["ThreadChoice", "choose_threads", "configure_threads", "thread_env", "THREAD_ENV_VARS"]
+__all__ = [
+    "THREADS_ENV",
+    "THREAD_ENV_VARS",
+    "ThreadChoice",
+    "choose_threads",
+    "configure_threads",
+    "thread_env",
+]
+
+THREADS_ENV = "TEAMGYM_THREADS"
+"""Environment variable that sets the count where no ``--threads`` is given (the test suite
+pins it, so that runs compared for exact equality use the same count whatever the load)."""
 
 THREAD_ENV_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMEXPR_NUM_THREADS")
 # Other work below this many CPUs' worth leaves a core usable (a shell, a monitor, an editor).
@@ -57,7 +68,7 @@ class ThreadChoice:
     def describe(self) -> str:
         """One line for the console, e.g. 'threads: 1 (auto: 2 CPUs (affinity), 1.0 busy with
         other work; --threads N to choose)'."""
-        how = "as configured" if self.requested is not None else "auto"
+        how = "as configured" if self.requested is not None else "auto"  # --threads, a config, the variable
         line = (
             f"threads: {self.threads} ({how}: {self.allotted.describe()}, "
             f"{self.busy:.1f} busy with other work"
@@ -72,7 +83,7 @@ class ThreadChoice:
             return None
         if self.requested is not None and self.threads > math.floor(self.free + _IDLE_SLACK):
             return (
-                f"warning: {self.threads} threads (--threads, or the config of the run being resumed) but "
+                f"warning: {self.threads} threads (--threads, {THREADS_ENV} or a resumed run's config) but "
                 f"other processes keep {self.busy:.1f} of "
                 f"{self.allotted.count} CPUs busy: threads will wait for cores and every step slows down, "
                 "often several times over (python -m benchmarks.generation measures it); pass --threads "
@@ -90,13 +101,19 @@ def choose_threads(
     """The thread count to use (see the module docstring); measures what it is not given.
 
     Args:
-        requested: The user's choice (``--threads``), used as given; None: automatic.
+        requested: The user's choice (``--threads``), used as given; None: ``$TEAMGYM_THREADS``
+            if set, else automatic.
         allotted: The CPUs to assume (None: ``envs.cpus.allotted_cpus()``).
         busy: CPUs' worth of other work to assume (None: measured for 0.3 s).
 
     Raises:
-        ValueError: ``requested`` is not an int >= 1.
+        ValueError: ``requested`` (or ``$TEAMGYM_THREADS``) is not an int >= 1.
     """
+    if requested is None and os.environ.get(THREADS_ENV, "").strip():
+        text = os.environ[THREADS_ENV].strip()
+        if not text.isdigit() or int(text) < 1:
+            raise ValueError(f"{THREADS_ENV}={text!r} must be an integer >= 1 (or unset: automatic)")
+        requested = int(text)
     if requested is not None and (
         isinstance(requested, bool) or not isinstance(requested, int) or requested < 1
     ):

@@ -45,11 +45,10 @@ from typing import Any
 
 import envs
 from agents.base import SamplingParams
-from agents.threads import configure_threads
 from benchmarks.eval_config import ConfigError, EvalConfig
 from benchmarks.eval_report import Cell, Column, markdown_tables, seed_spread, write_plots, write_results
 from benchmarks.eval_teams import NotApplicable, PolicyBank, RowSpec, team_rows
-from trainers.backends import BACKENDS, check_model_available
+from trainers.backends import BACKENDS, apply_thread_policy, check_model_available
 from trainers.cli import config_to_dict, parse_overrides
 from trainers.config import env_preset
 from trainers.errors import run_command
@@ -362,11 +361,8 @@ def run_evaluation(config: EvalConfig, command: str | None = None) -> EvalResult
     total = len(rows) * len(columns) * len(config.seeds)
     with RunProgress(total, desc="evaluate", unit="eval", enabled=config.progress) as progress:
         progress.phase("choosing CPU threads")
-        threads = configure_threads(config.threads)  # before torch does any work
-        progress.write(threads.describe())
-        if warning := threads.warning():
-            progress.write(warning)
-        config = dataclasses.replace(config, threads=threads.threads)  # recorded in results.json
+        threads = apply_thread_policy(config.threads, progress.write)  # before torch does any work
+        config = dataclasses.replace(config, threads=threads)  # recorded in results.json
         if bank.checkpoint_path and uses_model:
             progress.phase(f"loading {bank.checkpoint_path}")
             bank.trained()  # a run that does not fit the flags fails here, before anything is written

@@ -26,7 +26,6 @@ from pathlib import Path
 
 __all__ = ["CpuAllotment", "allotted_cpus", "cgroup_cpu_quota", "busy_cpus"]
 
-_CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,10 @@
 * Without bubblewrap the sandbox refuses to run code unless the user opts in to host
   access; the suite opts in for itself (its programs are its own), unless
   ``TEAMGYM_REQUIRE_BWRAP=1`` (``.ci/run`` sets it): then the isolated mode must work.
+* Tests run torch on one thread (``TEAMGYM_THREADS=1`` unless the environment sets it):
+  runs compared for exact equality then use the same count whatever the machine's load,
+  and no test's speed collapses beside other work (README, CPU threads). The test of the
+  README's training command lifts the pin to exercise the automatic choice.
 * Tests never depend on how fast the machine is. A test that waits on a subprocess (a
   training command, a CLI, a helper interpreter) waits ``SUBPROCESS_TIMEOUT_S`` before
   calling it hung: an hour by default, since CI kills the whole run at 90 minutes anyway
@@ -25,6 +29,8 @@ from hypothesis import HealthCheck, settings
 
 SUBPROCESS_TIMEOUT_S = float(os.environ.get("TEAMGYM_TEST_TIMEOUT_S", 3600))
 """How long a test waits on a subprocess before calling it hung (a hang guard, not a speed check)."""
+
+os.environ.setdefault("TEAMGYM_THREADS", "1")  # agents.threads.THREADS_ENV (no torch import here)
 
 settings.register_profile("teamgym", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("teamgym")

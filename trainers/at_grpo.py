@@ -43,9 +43,9 @@ import numpy as np
 import envs
 from agents.base import SamplingParams
 from agents.team import Team
-from agents.threads import choose_threads, configure_threads
+from agents.threads import choose_threads
 from trainers.advantages import compute_advantages
-from trainers.backends import check_model_available
+from trainers.backends import apply_thread_policy, check_model_available
 from trainers.checkpoint import (
     init_checkpoint,
     latest_checkpoint,
@@ -276,11 +276,7 @@ def _run(
     """train() once the config is checked: set-up, the step loop, the summary."""
     say = progress.write  # print() would tear the progress display apart
     progress.phase("choosing CPU threads")
-    threads = configure_threads(config.threads)
-    say(threads.describe())
-    if warning := threads.warning():
-        say(warning)
-    config = dataclasses.replace(config, threads=threads.threads)  # recorded in config.json
+    config = dataclasses.replace(config, threads=apply_thread_policy(config.threads, say))  # in config.json
     run_dir = Path(config.resume) if config.resume else _new_run_dir(config)
     checkpoint = resume_checkpoint(run_dir) if config.resume else None  # newest intact one
     _seed_everything(config.seed)  # LoRA initialisation draws from the global torch RNG

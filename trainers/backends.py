@@ -39,6 +39,7 @@ __all__ = [
     "policy_factory",
     "check_model_backend",
     "check_model_available",
+    "apply_thread_policy",
 ]
 
 
@@ -94,6 +95,27 @@ class BackendConfig:
             raise ConfigError(
                 f"vllm_kv_cache_gib={self.vllm_kv_cache_gib} must be > 0; pass e.g. --vllm-kv-cache-gib 2"
             )
+
+
+def apply_thread_policy(requested: int | None, say: Callable[[str], None]) -> int:
+    """A command's thread set-up (``agents.threads``), before torch does any work: choose the
+    count (``requested``: ``--threads``; None: ``$TEAMGYM_THREADS`` or automatic), apply it,
+    tell the user through ``say`` (with a warning when the machine is oversubscribed); the
+    count to record in the run's config.
+
+    Raises:
+        ConfigError: ``$TEAMGYM_THREADS`` is not a positive integer.
+    """
+    from agents.threads import configure_threads
+
+    try:
+        choice = configure_threads(requested)
+    except ValueError as err:
+        raise ConfigError(str(err)) from None
+    say(choice.describe())
+    if warning := choice.warning():
+        say(warning)
+    return choice.threads
 
 
 BackendBuilder = Callable[[BackendConfig, str, ServingOptions], PolicyFactory]

@@ -43,7 +43,7 @@ import numpy as np
 import envs
 from agents.base import SamplingParams
 from agents.team import Team
-from agents.threads import configure_threads
+from trainers.backends import apply_thread_policy
 from trainers.checkpoint import latest_checkpoint, load_checkpoint, resume_checkpoint, save_checkpoint
 from trainers.cli import config_to_dict, parse_overrides
 from trainers.config import ConfigError
@@ -275,11 +275,7 @@ def _run_sft(config: SFTConfig, progress: RunProgress, started: float) -> SFTSum
 
     say = progress.write  # print() would tear the progress display apart
     progress.phase("choosing CPU threads")
-    threads = configure_threads(config.threads)
-    say(threads.describe())
-    if warning := threads.warning():
-        say(warning)
-    config = dataclasses.replace(config, threads=threads.threads)  # recorded in config.json
+    config = dataclasses.replace(config, threads=apply_thread_policy(config.threads, say))  # in config.json
     run_dir = Path(config.resume) if config.resume else _new_run_dir(config)
     checkpoint = resume_checkpoint(run_dir) if config.resume else None  # newest intact one
     torch.manual_seed(config.seed)  # LoRA initialisation draws from the global torch RNG

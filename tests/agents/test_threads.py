@@ -6,12 +6,18 @@ import os
 
 import pytest
 
-from agents.threads import THREAD_ENV_VARS, choose_threads, configure_threads, thread_env
+from agents.threads import THREAD_ENV_VARS, THREADS_ENV, choose_threads, configure_threads, thread_env
 from envs.cpus import CpuAllotment
 
 TWO = CpuAllotment(count=2, cpus=(0, 1), source="affinity")
 EIGHT = CpuAllotment(count=8, cpus=tuple(range(8)), source="affinity")
 QUOTA = CpuAllotment(count=3, cpus=tuple(range(16)), source="cgroup quota")
+
+
+@pytest.fixture(autouse=True)
+def automatic(monkeypatch):
+    """The suite pins TEAMGYM_THREADS (tests/conftest.py); these tests are about the choice itself."""
+    monkeypatch.delenv(THREADS_ENV, raising=False)
 
 
 @pytest.mark.parametrize(
@@ -69,3 +75,25 @@ def test_configure_sets_torch_and_the_environment_children_inherit(monkeypatch):
 def test_choosing_on_the_real_machine_measures_it():
     choice = choose_threads()
     assert 1 <= choice.threads <= choice.allotted.count and choice.busy >= 0.0
+
+
+def test_the_environment_variable_sets_the_count_where_no_flag_does(monkeypatch):
+    monkeypatch.setenv(THREADS_ENV, "3")
+    assert choose_threads(allotted=TWO, busy=0.0).threads == 3
+    assert choose_threads(1, allotted=TWO, busy=0.0).threads == 1  # the flag wins
+    monkeypatch.setenv(THREADS_ENV, "two")
+    with pytest.raises(ValueError, match="TEAMGYM_THREADS='two' must be an integer >= 1"):
+        choose_threads(allotted=TWO, busy=0.0)
+
+
+def test_a_command_turns_a_bad_variable_into_a_config_error(monkeypatch):
+    from trainers.backends import apply_thread_policy
+    from trainers.errors import ConfigError
+
+    monkeypatch.setenv(THREADS_ENV, "0")
+    with pytest.raises(ConfigError, match="TEAMGYM_THREADS='0'"):
+        apply_thread_policy(None, print)
+    said = []
+    monkeypatch.setenv(THREADS_ENV, "1")
+    assert apply_thread_policy(None, said.append) == 1
+    assert said and said[0].startswith("threads: 1 (as configured")

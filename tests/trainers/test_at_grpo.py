@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from agents.threads import THREADS_ENV
 from tests.conftest import SUBPROCESS_TIMEOUT_S
 from trainers.at_grpo import load_run_config, main
 from trainers.cli import config_to_dict, field_docs
@@ -59,9 +60,13 @@ def tiny_args(out: Path, *extra: str) -> list[str]:
 
 
 def run_module(
-    module: str, args: list[str], cwd: Path, timeout: float = SUBPROCESS_TIMEOUT_S
+    module: str, args: list[str], cwd: Path, timeout: float = SUBPROCESS_TIMEOUT_S, auto_threads: bool = False
 ) -> subprocess.CompletedProcess:
+    """``python -m module args`` in ``cwd``; ``auto_threads``: without the suite's pinned
+    TEAMGYM_THREADS, so the command chooses its thread count itself, as for a user."""
     env = {**os.environ, "PYTHONPATH": str(REPO)}
+    if auto_threads:
+        env.pop(THREADS_ENV, None)
     return subprocess.run(
         [sys.executable, "-m", module, *args],
         cwd=cwd,
@@ -336,11 +341,15 @@ def test_the_readme_env_trains_with_its_own_preset_from_its_directory(tmp_path):
 
 @pytest.mark.slow
 def test_bare_training_command_runs_with_the_default_model(tmp_path):
-    done = run_module("trainers.at_grpo", ["--env", "sokoban", "--steps", "1"], cwd=tmp_path)
+    done = run_module(
+        "trainers.at_grpo", ["--env", "sokoban", "--steps", "1"], cwd=tmp_path, auto_threads=True
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     (run,) = (tmp_path / "runs").iterdir()
     config = json.loads((run / "config.json").read_text())
     assert config["model"] == "smollm2-135m-instruct" and config["env_kwargs"]["difficulty"] == "easy"
+    # the thread count the command chose for itself is said and recorded
+    assert f"threads: {config['threads']} (auto: " in done.stderr and config["threads"] >= 1
     (step,) = read_jsonl(run / "metrics.jsonl")
     assert step["samples"] > 0 and step["time/generate"] > 0
     assert [r["step"] for r in read_jsonl(run / "eval.jsonl")] == [0, 1]
