@@ -409,7 +409,7 @@ def _main(args: list[str]) -> EvalResults:
         epilog="Fields left at None take the env's training preset (its TRAINING, envs.TrainingPreset).",
         aliases={"imports": ["--import"]},
         debug_option=True,
-        choices={"backend": list(BACKENDS)},
+        choices={"env": envs.registered_names(), "backend": list(BACKENDS)},
     )
     config = EvalConfig(**overrides)
     try:

@@ -10,7 +10,16 @@ only numpy, gymnasium, pettingzoo and networkx; each env module loads on ``make`
 """
 
 from envs.core import StepOutcome, TextAECEnv, TrainingPreset
-from envs.registration import EnvModuleError, EnvSpec, import_env_module, make, register, registered_ids, spec
+from envs.registration import (
+    EnvModuleError,
+    EnvSpec,
+    import_env_module,
+    make,
+    register,
+    registered_ids,
+    registered_names,
+    spec,
+)
 from envs.splits import TEST_SEED_START, split_of, split_seeds, validation_seeds
 
 __all__ = [
@@ -25,6 +34,7 @@ __all__ = [
     "make",
     "register",
     "registered_ids",
+    "registered_names",
     "spec",
     "split_of",
     "split_seeds",
@@ -40,6 +50,7 @@ def __getattr__(name: str):
 
         return check_env
     raise AttributeError(f"module 'envs' has no attribute {name!r}")
+
 
 # Planning envs. Bump -vN whenever prompts, grammar, rules or rewards change. Each env class
 # holds its own horizon (``DEFAULT_MAX_CYCLES``: 10 cycles, 6 for Sudoku, 3 for math and

@@ -31,6 +31,7 @@ __all__ = [
     "make",
     "spec",
     "registered_ids",
+    "registered_names",
     "parse_env_id",
 ]
 
@@ -258,6 +259,11 @@ def make(id: str, **kwargs: Any):  # noqa: A002
 def registered_ids() -> list[str]:
     """All registered versioned ids, sorted."""
     return sorted(_REGISTRY)
+
+
+def registered_names() -> list[str]:
+    """The registered ids without their versions (``make(name)`` takes the latest), sorted."""
+    return sorted({re.sub(r"-v\d+$", "", id) for id in _REGISTRY})  # noqa: A001
 
 
 def _versioned(namespace: str | None, name: str, version: int) -> str:

@@ -432,7 +432,11 @@ def parse_train_args(argv: Sequence[str] | None = None, *, algo: str = "at_grpo"
         ),
         debug_option=True,
         resolve=lambda given: _resolved_fields(given, algo),
-        choices={"estimator": list(ADVANTAGE_ESTIMATORS), "backend": list(BACKENDS)},
+        choices={
+            "env": envs.registered_names(),
+            "estimator": list(ADVANTAGE_ESTIMATORS),
+            "backend": list(BACKENDS),
+        },
         flags={
             PRINT_CONFIG: "Print the config this command line would run (presets filled in) as JSON and exit."
         },

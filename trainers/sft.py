@@ -423,6 +423,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         epilog="Defaults shown are those of this command line: a field left unset takes the env's training\n"
         "preset (its TRAINING, envs.TrainingPreset), so --env sokoban --help shows sokoban's.",
         resolve=_resolved_fields,
+        choices={"env": envs.registered_names()},
     )
     try:
         config = (

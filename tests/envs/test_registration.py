@@ -118,3 +118,9 @@ def test_module_prefix_imports_the_registering_module_first(scratch_ids, tmp_pat
     with pytest.raises(envs.EnvModuleError, match="raised ZeroDivisionError"):
         envs.spec("buggy_env_mod:scratch/x")
     sys.modules.pop("scratch_envs_mod", None)
+
+
+def test_registered_names_drop_the_versions():
+    names = envs.registered_names()
+    assert {"sokoban", "plan_path", "sudoku", "math", "code"} <= set(names)
+    assert names == sorted(names) and not any(name.endswith(("-v0", "-v1")) for name in names)
