@@ -67,3 +67,6 @@ register("sudoku-v0", "envs.planning.sudoku.env:SudokuEnv")
 # Model-written code in them runs only in ``envs.sandbox``.
 register("math-v0", "envs.math.env:MathEnv")
 register("code-v0", "envs.code.env:CodeEnv")
+# Games (suite "games"): each seat is a role; self-play is --policy shared.
+register("tictactoe-v0", "envs.games.tictactoe.env:TicTacToeEnv")
+register("referential-v0", "envs.games.referential.env:ReferentialEnv")

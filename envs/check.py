@@ -17,7 +17,7 @@ check below on every registered env). Per team variant:
 * the info contract at reset; spaces and observations not shared between envs or agents;
 * ``clone()`` (an independent copy), pickling, determinism of a seeded episode, an unseeded
   reset continuing the seeded stream;
-* truncation after ``max_cycles``; ``reward = alpha * team + local``; both invalid-action
+* truncation after ``max_cycles``; ``reward = alpha * team + local + seat``; both invalid-action
   modes; non-text actions; hostile and fuzzed action text (never an exception, rewards
   finite, observations inside their space);
 * splits: the env refuses the other split's seeds, and train and test tasks share no
@@ -422,15 +422,19 @@ def check_reward_mixing(subject: EnvUnderCheck) -> str:
             env.step(policy(env, agent))
             for other in env.agents:
                 terms = env.infos[other]["reward_terms"]
-                assert all(k.startswith(("team/", "local/")) for k in terms), f"unnamed reward terms {terms}"
+                named = ("team/", "local/", "seat/")
+                assert all(k.startswith(named) for k in terms), f"unnamed reward terms {terms}"
                 team = sum(v for k, v in terms.items() if k.startswith("team/"))
                 local = sum(v for k, v in terms.items() if k.startswith("local/"))
-                assert math.isclose(env.rewards[other], alpha * team + local, abs_tol=1e-12), (
-                    f"alpha={alpha}: reward of {other} {env.rewards[other]} != alpha*team + local = "
-                    f"{alpha * team + local} ({terms})"
+                seat = sum(v for k, v in terms.items() if k.startswith("seat/"))
+                assert math.isclose(env.rewards[other], alpha * team + local + seat, abs_tol=1e-12), (
+                    f"alpha={alpha}: reward of {other} {env.rewards[other]} != alpha*team + local + seat = "
+                    f"{alpha * team + local + seat} ({terms})"
                 )
-                assert other == agent or local == 0, f"{other} got local terms for {agent}'s action"
-    return "reward = alpha * team + local at alpha 1, 0 and 2.5; local terms only for the actor"
+                assert other == agent or not any(k.startswith("local/") for k in terms), (
+                    f"{other} got local terms for {agent}'s action"
+                )
+    return "reward = alpha * team + local + seat at alpha 1, 0 and 2.5; local terms only for the actor"
 
 
 def check_invalid_penalize(subject: EnvUnderCheck) -> str:

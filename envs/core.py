@@ -9,9 +9,11 @@ what a response does. This class owns everything the PettingZoo API and RL need:
   built lazily per instance and per agent (never shared between envs);
 * seeding: ``reset(seed)`` picks the task (see ``envs.splits``: train and test seeds are
   disjoint and an env refuses the other split's seeds); never the global RNGs;
-* rewards: ``reward(agent) = alpha * team + local`` (own local terms only for the acting
-  agent), every term named in ``info["reward_terms"]`` as ``team/<name>`` or
-  ``local/<name>``; cumulative rewards as PettingZoo expects;
+* rewards: ``reward(agent) = alpha * team + local + seat`` (own local terms only for the
+  acting agent; ``seat`` terms are what one step gives each named agent, e.g. a game's
+  +1 / -1 to winner and loser), every term named in ``info["reward_terms"]`` as
+  ``team/<name>``, ``local/<name>`` or ``seat/<name>``; cumulative rewards as PettingZoo
+  expects;
 * invalid actions never raise: ``invalid_action="penalize"`` (``local/invalid`` =
   ``-invalid_penalty``, turn consumed) or ``"terminate"`` (penalty, then the episode ends
   for everyone: PettingZoo classic semantics). Any ``str`` is text to parse (empty, huge,
@@ -86,6 +88,9 @@ class StepOutcome:
         terminated: The task is over (solved, or failed for good).
         success: The task was solved by this action.
         feedback: One or two sentences for the actor's next prompt and ``info``.
+        seats: Named terms per agent, the actor included: what this step gives each seat of a
+            competitive game (``{"first_0": {"outcome": 1.0}, "second_0": {"outcome": -1.0}}``), which
+            neither the shared team reward nor the actor's local terms can say.
     """
 
     team: dict[str, float] = field(default_factory=dict)
@@ -94,6 +99,7 @@ class StepOutcome:
     terminated: bool = False
     success: bool = False
     feedback: str = ""
+    seats: dict[str, dict[str, float]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -398,11 +404,16 @@ class TextAECEnv(AECEnv):
         elif self.num_steps >= self.max_cycles * len(self.possible_agents):
             self.truncations = dict.fromkeys(self.agents, True)
         self._cumulative_rewards[agent] = 0.0
+        if unknown := set(outcome.seats) - set(self.agents):  # the env's bug, not the model's
+            raise ValueError(
+                f"{type(self).__name__}: StepOutcome.seats names {sorted(unknown)}, not live agents"
+            )
         for other in self.agents:
-            is_actor = other == agent
-            terms = {**team, **local} if is_actor else dict(team)
-            self.rewards[other] = team_total + (sum(local.values()) if is_actor else 0.0)
-            self.infos[other] = self._info(other, terms)
+            own = {f"seat/{name}": float(value) for name, value in outcome.seats.get(other, {}).items()}
+            if other == agent:
+                own.update(local)
+            self.rewards[other] = team_total + sum(own.values())
+            self.infos[other] = self._info(other, {**team, **own})
         self._accumulate_rewards()
         self.agent_selection = self.possible_agents[self.num_steps % len(self.possible_agents)]
         self._deads_step_first()

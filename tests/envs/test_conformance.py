@@ -23,7 +23,15 @@ from tests.envs.conftest import import_readme_example
 
 import_readme_example()
 
-BUILTIN_IDS = ("sokoban-v0", "plan_path-v0", "sudoku-v0", "math-v0", "code-v0")
+BUILTIN_IDS = (
+    "sokoban-v0",
+    "plan_path-v0",
+    "sudoku-v0",
+    "math-v0",
+    "code-v0",
+    "tictactoe-v0",
+    "referential-v0",
+)
 # Every registered env except the trainer tests' fixtures (namespace test/: a one-character
 # task where every reply is valid is a learning fixture, not an env for users), whichever
 # test module registered them before this one was collected.

@@ -133,7 +133,9 @@ def test_every_loss_field_of_the_learner_is_a_training_flag():
     assert {f.name for f in dataclasses.fields(LearnerConfig)} - derived <= train_fields
 
 
-@pytest.mark.parametrize("name", ["sokoban", "plan_path", "sudoku", "math", "code"])
+@pytest.mark.parametrize(
+    "name", ["sokoban", "plan_path", "sudoku", "math", "code", "tictactoe", "referential"]
+)
 def test_the_training_presets_raise_no_warning_on_any_builtin_env(name):
     import warnings
 
@@ -147,7 +149,7 @@ def test_the_training_presets_raise_no_warning_on_any_builtin_env(name):
         warnings.simplefilter("error")  # the preset must not warn about itself, nor about any task
         for split in ("train", "test"):
             env = envs.make(name, split=split, **kwargs)
-            for seed in split_seeds(split, 700 if name in ("sokoban", "plan_path", "sudoku") else 10):
+            for seed in split_seeds(split, 10 if name in ("math", "code") else 700):
                 env.reset(seed=seed)
                 level = getattr(env, "level", None)
                 if level is not None and level.optimal_moves > env.max_cycles * env.max_moves_per_turn:

@@ -1,0 +1,1 @@
+"""Referential game: ``game`` (objects, scripted speaker and listener) and ``env`` (``referential-v0``)."""

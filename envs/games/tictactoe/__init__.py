@@ -1,0 +1,1 @@
+"""Tic-tac-toe: ``game`` (rules, exact minimax) and ``env`` (``tictactoe-v0``)."""
