@@ -153,6 +153,17 @@ def _returns_text(cell: Cell) -> str:
     return ", ".join(parts) or "-"
 
 
+def _outcomes_text(cell: Cell) -> str:
+    """Per seat: win / draw / loss rates, e.g. ``first 0.50/0.25/0.25`` (games only)."""
+    if cell.skipped:
+        return "n/a"
+    mean = summarize(cell.per_seed)[0]
+    seats = [k.split("/", 1)[1] for k in mean if k.startswith("win/")]
+    results = ("win", "draw", "loss")
+    parts = [f"{seat} " + "/".join(f"{mean.get(f'{r}/{seat}', 0.0):.2f}" for r in results) for seat in seats]
+    return ", ".join(parts) or "-"
+
+
 def markdown_tables(cells: Sequence[Cell], rows: Sequence[str], columns: Sequence[Column], note: str) -> str:
     """Every metric table (rows = teams, columns = envs); ``note`` goes under the heading."""
     by_key = {(cell.row, cell.column): cell for cell in cells}
@@ -167,6 +178,9 @@ def markdown_tables(cells: Sequence[Cell], rows: Sequence[str], columns: Sequenc
     for key, digits in (("invalid_rate", 3), ("turns_to_success", 2), ("tokens_per_episode", 1)):
         parts += ["", _table(METRIC_TITLES[key], rows, columns, by_key, _metric_text(key, digits))]
     parts += ["", _table("mean return per role", rows, columns, by_key, _returns_text)]
+    if any(k.startswith("win/") for cell in cells for m in cell.per_seed for k in m):
+        title = "win / draw / loss per seat (games; a game cut off before its end is none)"
+        parts += ["", _table(title, rows, columns, by_key, _outcomes_text)]
     skipped = [cell for cell in cells if cell.skipped]
     if skipped:
         parts += ["", "n/a cells:", ""]

@@ -42,6 +42,8 @@ __all__ = [
     "pass_at_k",
     "pass_at_k_values",
     "sample_metrics",
+    "seat_outcomes",
+    "OUTCOME_TERM",
     "test_tasks",
     "validation_tasks",
 ]
@@ -112,8 +114,24 @@ def pass_at_k_values(n: int) -> list[int]:
     return values + [n]
 
 
+OUTCOME_TERM = "seat/outcome"
+"""The reward term a game pays each seat at its end (+1 win, -1 loss, 0 draw)."""
+
+
+def seat_outcomes(episode: Episode) -> dict[str, float]:
+    """Each agent's summed ``seat/outcome`` terms along the episode ({} for envs without)."""
+    totals: dict[str, float] = {}
+    for turn in episode.turns:
+        for agent, terms in turn.agent_reward_terms.items():
+            if OUTCOME_TERM in terms:
+                totals[agent] = totals.get(agent, 0.0) + float(terms[OUTCOME_TERM])
+    return totals
+
+
 def episode_metrics(episodes: Sequence[Episode]) -> dict[str, float]:
-    """success, mean episode length, and mean return per role (``return/<role>``)."""
+    """success, mean episode length, mean return per role (``return/<role>``) and, for games
+    that pay ``seat/outcome``, each role's ``win/<role>``, ``draw/<role>`` and ``loss/<role>``
+    rates (a game cut off before its end counts as none of them)."""
     if not episodes:
         return {}
     returns: dict[str, list[float]] = defaultdict(list)
@@ -126,6 +144,13 @@ def episode_metrics(episodes: Sequence[Episode]) -> dict[str, float]:
         "truncated": float(np.mean([e.truncated for e in episodes])),
     }
     out.update({f"return/{role}": float(np.mean(values)) for role, values in sorted(returns.items())})
+    outcomes = [seat_outcomes(e) for e in episodes]
+    for agent in sorted({agent for found in outcomes for agent in found}):
+        role = role_of(agent)
+        results = [found.get(agent) for found in outcomes]  # None: the game did not end
+        out[f"win/{role}"] = float(np.mean([r is not None and r > 0 for r in results]))
+        out[f"draw/{role}"] = float(np.mean([r is not None and r == 0 for r in results]))
+        out[f"loss/{role}"] = float(np.mean([r is not None and r < 0 for r in results]))
     return out
 
 

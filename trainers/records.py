@@ -62,6 +62,9 @@ class Turn:
             acting agent's equals ``reward``; the others hold what the step paid them (the
             team terms, which planning envs pay on the executor's step). Empty in hand-built
             turns: then only the acting agent is known to have been paid.
+        agent_reward_terms: Every agent's named reward terms right after the response
+            (``env.infos[agent]["reward_terms"]``), e.g. a game's ``seat/outcome`` for the seat
+            that lost on the other seat's move. Empty in hand-built turns.
     """
 
     task: TaskKey
@@ -86,6 +89,7 @@ class Turn:
     done: bool = False
     finish_reason: str = "stop"
     agent_rewards: Mapping[str, float] = field(default_factory=dict)
+    agent_reward_terms: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
 
     def reward_of(self, agent: str) -> float:
         """What this step paid ``agent`` (``reward`` for the acting agent; 0 for another agent

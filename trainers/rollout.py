@@ -308,6 +308,7 @@ def _play(path: _Path, node: _Node, env: Any, generation: Generation, candidate:
         done=bool(env.terminations[node.agent] or env.truncations[node.agent]),
         finish_reason=generation.finish_reason,
         agent_rewards={agent: float(reward) for agent, reward in env.rewards.items()},
+        agent_reward_terms={agent: dict(env.infos[agent]["reward_terms"]) for agent in env.agents},
     )
 
 

@@ -428,3 +428,24 @@ def test_a_trained_checkpoint_on_the_vllm_backend_matches_hf(tmp_path):
     for key in ("success", "invalid_rate", "tokens_per_episode", "return/planner", "return/executor"):
         assert vllm_cell.mean[key] == pytest.approx(hf_cell.mean[key]), key
     assert vllm_cell.mean["success"] == pytest.approx(read_jsonl(run / "eval.jsonl")[-1]["success"])
+
+
+def test_a_game_gets_a_win_draw_loss_table_and_a_one_seed_note(tmp_path):
+    config = EvalConfig(
+        env=("tictactoe",),
+        roles=("first=oracle", "second=random"),
+        baselines=("oracle",),
+        episodes=8,
+        seeds=(0,),
+        progress=False,
+        output_dir=str(tmp_path),
+    )
+    results = run_evaluation(config)
+    markdown = (results.out_dir / "results.md").read_text()
+    assert "### win / draw / loss per seat" in markdown
+    assert "| oracle mas | first 0." in markdown and "second 0.00/" in markdown  # minimax never loses
+    assert "One seed (0), so no standard error" in markdown  # and no "mean ± s.e." claim
+    data = json.loads((results.out_dir / "results.json").read_text())
+    assert data["config"]["threads"] >= 1  # the thread count the evaluation ran with is recorded
+    cell = next(c for c in data["cells"] if c["row"] == "oracle mas")
+    assert cell["mean"]["loss/first"] == 0.0 and cell["mean"]["win/second"] == 0.0

@@ -168,3 +168,33 @@ def test_evaluate_tasks_plays_k_episodes_per_task_with_scripted_teams():
     assert sorted(e.task for e in batch.episodes) == sorted(tasks * 2)
     metrics = benchmark_metrics(batch.episodes)
     assert metrics["success"] == metrics["pass@2"] == 1.0 and metrics["tokens_per_episode"] == 0.0
+
+
+def test_games_report_win_draw_loss_per_seat_from_the_outcome_terms():
+    from agents.scripted import RandomPolicy
+    from envs.games.tictactoe import game
+    from trainers.evaluation import episode_metrics, evaluate_tasks, seat_outcomes, test_tasks
+
+    env = envs.make("tictactoe", split="test")
+    team = Team(env, {"first": OraclePolicy(), "second": RandomPolicy(seed=3)})
+    batch = evaluate_tasks(team, test_tasks("tictactoe", 24), sampling=SamplingParams(max_new_tokens=4))
+    metrics = episode_metrics(batch.episodes)
+    for seat in ("first", "second"):  # scripted moves are always legal: every game ends
+        assert metrics[f"win/{seat}"] + metrics[f"draw/{seat}"] + metrics[f"loss/{seat}"] == pytest.approx(
+            1.0
+        )
+    assert metrics["win/first"] == metrics["loss/second"] and metrics["draw/first"] == metrics["draw/second"]
+    # minimax as X never does worse than each opening's value (its seat's outcome is what the return says)
+    for episode in batch.episodes:
+        outcome = seat_outcomes(episode)
+        assert outcome["first_0"] == -outcome["second_0"] == episode.returns["first_0"]
+        opening = envs.make("tictactoe", split="test")
+        opening.reset(seed=episode.task.seed)
+        assert outcome["first_0"] >= game.value(opening.board, "X")
+    assert "win/speaker" not in episode_metrics(  # envs without seat outcomes report none
+        evaluate_tasks(
+            Team(envs.make("referential"), {"speaker": OraclePolicy(), "listener": OraclePolicy()}),
+            test_tasks("referential", 2),
+            sampling=SamplingParams(max_new_tokens=4),
+        ).episodes
+    )
