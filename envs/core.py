@@ -123,6 +123,9 @@ class TrainingPreset:
         steps: Training steps.
         eval_every: Evaluate on held-out tasks every N steps (and before and after).
         eval_tasks: Held-out tasks per evaluation.
+        policy: How the team's roles share trainable weights when ``--policy`` is not given:
+            ``"shared"`` (one policy in every role: a game's self-play, where the seats differ
+            by prompt only) or ``"per_role"``; None leaves it to the ``--algo`` preset.
     """
 
     max_new_tokens: int = 32
@@ -133,8 +136,11 @@ class TrainingPreset:
     steps: int = 10
     eval_every: int = 5
     eval_tasks: int = 16
+    policy: str | None = None
 
     def __post_init__(self) -> None:
+        if self.policy not in (None, "shared", "per_role"):
+            raise ValueError(f"TrainingPreset.policy must be 'shared', 'per_role' or None: {self.policy!r}")
         for name in ("max_new_tokens", "tasks_per_step", "steps", "eval_tasks"):
             value = getattr(self, name)
             if not isinstance(value, int) or value < 1:

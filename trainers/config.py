@@ -68,7 +68,8 @@ LOSS_DYNAMIC_SAMPLING: dict[str, bool] = {"grpo": False, "dapo": True, "dr_grpo"
 def env_preset(env_id: str) -> dict[str, Any]:
     """The training preset of an env (``envs.spec(env_id).training``) as ``TrainConfig`` field
     values: ``env_kwargs`` (sizes and the training horizon), ``tasks_per_step``,
-    ``max_new_tokens``, ``temperature``, ``steps``, ``eval_every``, ``eval_tasks``."""
+    ``max_new_tokens``, ``temperature``, ``steps``, ``eval_every``, ``eval_tasks`` and
+    ``policy`` (None: the env leaves it to the algo preset)."""
     import envs
 
     spec = envs.spec(env_id)
@@ -81,6 +82,7 @@ def env_preset(env_id: str) -> dict[str, Any]:
         "steps": preset.steps,
         "eval_every": preset.eval_every,
         "eval_tasks": preset.eval_tasks,
+        "policy": preset.policy,
     }
 
 
@@ -100,7 +102,8 @@ class TrainConfig(BackendConfig):
     # --- team ---
     policy: Literal["shared", "per_role"] | None = None
     """'per_role': each role has its own trainable weights; 'shared': every role trains the same ones
-    (None: the algo's: shared for matpo, per_role otherwise)."""
+    (None: the env preset's if it declares one (games: shared, self-play), else the algo's: shared
+    for matpo, per_role otherwise)."""
     model: str = DEFAULT_MODEL
     """Model: a built-in name (smollm2-135m-instruct, tiny-test), a local HF directory or a hub id."""
     lora: bool = True
@@ -431,7 +434,10 @@ def resolve_config(config: TrainConfig) -> TrainConfig:
     """Fill every ``None`` preset field from the algo and env presets (explicit values win;
     ``env_kwargs`` is merged over the preset's)."""
     name = _env_name(config.env)
-    preset = {**env_preset(name), **ALGO_PRESETS[config.algo]}
+    env_values = env_preset(name)
+    preset = {**env_values, **ALGO_PRESETS[config.algo]}
+    if env_values["policy"] is not None:  # the env knows its structure: a game's seats share one policy
+        preset["policy"] = env_values["policy"]
     updates: dict[str, Any] = {
         key: value for key, value in preset.items() if key != "env_kwargs" and getattr(config, key) is None
     }

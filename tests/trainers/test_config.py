@@ -156,3 +156,10 @@ def test_the_training_presets_raise_no_warning_on_any_builtin_env(name):
                     beyond_horizon += 1
     if name == "sokoban":  # the case that used to warn: easy levels of 21-30 moves, a 20-move horizon
         assert beyond_horizon > 0
+
+
+def test_a_game_declares_self_play_and_a_flag_still_wins():
+    assert resolve_config(TrainConfig(env="tictactoe")).policy == "shared"  # one policy, both seats
+    assert resolve_config(TrainConfig(env="tictactoe", policy="per_role")).policy == "per_role"
+    assert resolve_config(TrainConfig(env="sokoban")).policy == "per_role"  # the algo's, as before
+    assert resolve_config(TrainConfig(env="sokoban", algo="matpo")).policy == "shared"

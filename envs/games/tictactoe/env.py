@@ -68,7 +68,8 @@ class TicTacToeEnv(TextAECEnv):
     metadata: ClassVar[dict] = {**TextAECEnv.metadata, "name": "tictactoe_v0", "suite": "games"}
     TEAMS: ClassVar[dict[str, tuple[str, ...]]] = {"mas": ("first", "second")}
     DEFAULT_MAX_CYCLES: ClassVar[int] = 9
-    TRAINING: ClassVar[TrainingPreset] = TrainingPreset(max_new_tokens=8, max_cycles=5)
+    # Self-play by default: one policy (adapter) in both seats.
+    TRAINING: ClassVar[TrainingPreset] = TrainingPreset(max_new_tokens=8, max_cycles=5, policy="shared")
     APPEND_FEEDBACK: ClassVar[bool] = False  # the feedback goes before the final instruction
 
     def __init__(self, *, opening_plies: int = 2, minimax_reward: bool = False, **kwargs) -> None:
