@@ -1,4 +1,4 @@
-"""Advantage estimators (ALGORITHMS.md sections 1-7): one grouping engine, seven estimators.
+"""Advantage estimators (ALGORITHMS.md sections 1-7): one grouping engine, eight estimators.
 
 The array layer (group ids, in-group normalisation, leave-one-out, discounted returns, group
 diagnostics) lives in ``trainers.grouping`` and is re-exported here. This module holds estimators over
@@ -64,6 +64,7 @@ __all__ = [
     "normalize_in_groups",
     "per_agent",
     "register_estimator",
+    "rae",
     "rloo",
     "rloo_in_groups",
     "tree",
@@ -80,11 +81,15 @@ class AdvantageResult:
         advantages: float64, one per sample, in the order the samples were given.
         weights: float64 per-sample loss weights (ones unless the estimator sets them).
         diagnostics: Scalars and histograms to log (``group_stats`` keys, prefixed per level).
+        state: See the field (None: the estimator keeps no state).
     """
 
     advantages: np.ndarray
     weights: np.ndarray
     diagnostics: dict[str, float | dict] = field(default_factory=dict)
+    state: dict | None = None
+    """A stateful estimator's new state (JSON data), to pass as ``state`` on the next call;
+    the trainer keeps it in its checkpoints so a resumed run continues with it."""
 
 
 def _result(
@@ -411,7 +416,54 @@ def tree(samples: Sequence[Turn], *, scale: str = "group") -> AdvantageResult:
 
 
 # ---------------------------------------------------------------------------- the registry
+def rae(samples: Sequence[Turn], *, decay: float = 0.95, state: Mapping | None = None) -> AdvantageResult:
+    """Role-conditioned advantage estimation (SPIRAL's RAE) for self-play: a baseline per seat.
+
+    Every sample an agent played in an episode gets ``A = R - b``: ``R`` is that agent's return
+    in the episode (``Episode.returns[agent]``) and ``b`` the exponential moving average of the
+    returns of ``(env, agent)`` so far, read before this batch updates it. After the batch, each
+    key's baseline moves once towards the batch's mean return of that key:
+    ``b <- decay * b + (1 - decay) * mean``. Baselines start at 0. No std scaling (SPIRAL's).
+    Seats have different expected returns (X's first-move edge, Kuhn's second-player edge),
+    and a shared-policy baseline would credit a seat for where it sits; per-seat baselines do
+    not, and unlike a group mean they need no K episodes of the same task.
+
+    ``state``: ``{"baselines": {"<env id>|<agent>": b}}`` from the previous call
+    (``AdvantageResult.state``); None: all baselines 0. Diagnostics: ``rae/<env>|<agent>``,
+    the baselines after the update.
+
+    Raises:
+        ValueError: ``decay`` outside [0, 1).
+    """
+    if not 0.0 <= decay < 1.0:
+        raise ValueError(f"rae: decay must be in [0, 1), got {decay!r}")
+    baselines = {str(k): float(v) for k, v in dict((state or {}).get("baselines", {})).items()}
+    ep, _ = _episodes(samples)
+    n = int(ep.max()) + 1 if len(ep) else 0
+    agent_returns = _agent_returns(samples, ep, n)
+    episode_key = [None] * n
+    for s, e in zip(samples, ep.tolist(), strict=True):
+        episode_key[e] = s.task.env_id
+    advantages = np.array(
+        [
+            agent_returns[e][s.agent] - baselines.get(f"{episode_key[e]}|{s.agent}", 0.0)
+            for s, e in zip(samples, ep.tolist(), strict=True)
+        ],
+        dtype=np.float64,
+    )
+    batch: dict[str, list[float]] = defaultdict(list)
+    for e in range(n):
+        for agent, value in agent_returns[e].items():
+            batch[f"{episode_key[e]}|{agent}"].append(value)
+    for key, values in batch.items():
+        baselines[key] = decay * baselines.get(key, 0.0) + (1.0 - decay) * float(np.mean(values))
+    diagnostics = {f"rae/{key}": value for key, value in sorted(baselines.items())}
+    result = _result(advantages, diagnostics)
+    return AdvantageResult(result.advantages, result.weights, result.diagnostics, {"baselines": baselines})
+
+
 ROLLOUTS = ("tree", "plain")
+STATE_KEYWORD = "state"
 SCALES = ("group", "batch", "none")
 
 
@@ -423,7 +475,8 @@ class EstimatorSpec:
     Attributes:
         fn: ``fn(samples, **options) -> AdvantageResult``; its keyword-only parameters are its
             options (``--estimator-kwargs``). It must accept an empty batch: the trainer calls
-            ``fn([], **options)`` to check options before any model loads.
+            ``fn([], **options)`` to check options before any model loads. A keyword-only
+            ``state`` makes it stateful (``rae``): it gets its previous result's ``state``.
         rollouts: The rollouts it is meaningful on (``trainers.rollout``: ``tree``, ``plain``).
         role_option: The option naming a role every episode must have (matpo's
             ``planner_role``); the team variant must have that role.
@@ -441,9 +494,15 @@ class EstimatorSpec:
 
     @property
     def options(self) -> dict[str, inspect.Parameter]:
-        """Keyword-only parameters (the options), by name."""
+        """Keyword-only parameters (the options), by name; ``state`` is not one (see ``stateful``)."""
         parameters = inspect.signature(self.fn).parameters.values()
-        return {p.name: p for p in parameters if p.kind is p.KEYWORD_ONLY}
+        return {p.name: p for p in parameters if p.kind is p.KEYWORD_ONLY and p.name != STATE_KEYWORD}
+
+    @property
+    def stateful(self) -> bool:
+        """``fn`` takes ``state`` (its ``AdvantageResult.state`` of the previous call): the
+        trainer carries it from step to step and through checkpoints."""
+        return STATE_KEYWORD in inspect.signature(self.fn).parameters
 
     @property
     def scales(self) -> tuple[str, ...]:
@@ -511,6 +570,8 @@ register_estimator(
 )
 register_estimator("matpo", matpo, rollouts=("plain",), role_option="planner_role")
 register_estimator("tree", tree)
+# Episode returns against a per-seat moving baseline: meaningful on whole episodes (plain rollouts).
+register_estimator("rae", rae, rollouts=("plain",), scale_option=None)
 
 
 def compute_advantages(samples: Sequence[Turn], estimator: str, **options: object) -> AdvantageResult:
@@ -527,7 +588,7 @@ def compute_advantages(samples: Sequence[Turn], estimator: str, **options: objec
         raise KeyError(
             f"unknown advantage estimator {estimator!r}; valid: {', '.join(ADVANTAGE_ESTIMATORS)}"
         ) from None
-    unknown = sorted(set(options) - set(spec.options))
+    unknown = sorted(set(options) - set(spec.options) - ({STATE_KEYWORD} if spec.stateful else set()))
     if unknown:
         raise TypeError(
             f"advantage estimator {estimator!r} got unknown option(s) {unknown}; "

@@ -44,7 +44,7 @@ import envs
 from agents.base import SamplingParams
 from agents.team import Team
 from agents.threads import choose_threads
-from trainers.advantages import compute_advantages
+from trainers.advantages import ADVANTAGE_ESTIMATORS, compute_advantages
 from trainers.backends import apply_thread_policy, check_model_available
 from trainers.checkpoint import (
     init_checkpoint,
@@ -155,17 +155,30 @@ def _no_phase(text: str) -> None:
 
 
 def train_step(
-    config: TrainConfig, team: Team, learner: Learner, step: int, phase: Callable[[str], None] = _no_phase
+    config: TrainConfig,
+    team: Team,
+    learner: Learner,
+    step: int,
+    phase: Callable[[str], None] = _no_phase,
+    estimator_state: dict[str, Any] | None = None,
 ) -> tuple[dict[str, float], tuple[Episode, ...]]:
     """Rollout, advantages, update; the step's metrics and the episodes it played.
-    ``phase`` is told what the step is doing (the progress display shows it)."""
+    ``phase`` is told what the step is doing (the progress display shows it).
+    ``estimator_state``: ``{"state": ...}`` a stateful estimator (``rae``) reads and updates
+    in place; the caller saves it in checkpoints."""
     started = time.perf_counter()
     phase(f"step {step}: rolling out {config.tasks_per_step} tasks x K={config.num_generations}")
     batch = rollout_for_step(config, team, step, training_sampling(config))
     for policy in served_policies(team):
         policy.sleep()  # --vllm-sleep: give the engine's GPU memory to the learner
     advantage_start = time.perf_counter()
-    result = compute_advantages(batch.samples, config.estimator, **estimator_options(config))
+    options = estimator_options(config)
+    stateful = ADVANTAGE_ESTIMATORS[config.estimator].stateful
+    if stateful:
+        options["state"] = (estimator_state or {}).get("state")
+    result = compute_advantages(batch.samples, config.estimator, **options)
+    if stateful and estimator_state is not None:
+        estimator_state["state"] = result.state
     learner_start = time.perf_counter()
     phase(f"step {step}: updating on {len(batch.samples)} samples")
     per_unit = learner.step(batch.samples, result, seed=config.seed * 1_000_003 + step)
@@ -286,7 +299,10 @@ def _run(
     recomputing = [name for name, unit in learner.units.items() if learner.recomputes_old_logprobs(unit)]
     source = f"recomputed by the learner for {', '.join(recomputing)}" if recomputing else "the sampler's"
     say(f"pi_old: {source} (--old-logprobs {config.old_logprobs})")
-    start = load_checkpoint(checkpoint, learner)["step"] if checkpoint else 0
+    saved = load_checkpoint(checkpoint, learner) if checkpoint else {"step": 0}
+    start = saved["step"]
+    # A stateful estimator's state (rae's seat baselines) continues where the checkpoint left it.
+    estimator_state = {"state": saved.get("estimator_state")}
     progress.resume_at(start)
     if config.init and not checkpoint:
         say(_initialise(config, learner))
@@ -317,7 +333,7 @@ def _run(
         progress.show(eval_text)
         try:
             for step in range(start + 1, config.steps + 1):
-                metrics, episodes = train_step(config, team, learner, step, progress.phase)
+                metrics, episodes = train_step(config, team, learner, step, progress.phase, estimator_state)
                 if config.save_episodes:
                     write_episodes(run_dir, step, episodes)
                 logger.log_step(step, metrics)
@@ -335,7 +351,7 @@ def _run(
                         run_dir,
                         step,
                         learner,
-                        {"config": config_to_dict(config)},
+                        {"config": config_to_dict(config), "estimator_state": estimator_state["state"]},
                         keep=config.keep_checkpoints,
                     )
                 progress.advance()

@@ -131,7 +131,7 @@ class TrainConfig(BackendConfig):
     """'tree': K candidates per node, best continues; 'plain': K independent episodes (None: algo's)."""
     estimator: str | None = None
     """Advantage estimator registered in trainers.advantages (grpo, rloo, at_grpo, per_agent, gigpo,
-    matpo, tree, or your own) (None: the algo's)."""
+    matpo, tree, rae: per-seat baselines for self-play, or your own) (None: the algo's)."""
     estimator_kwargs: dict = field(default_factory=dict)
     """The estimator's options as JSON, e.g. '{"omega": 0.5, "gamma": 0.9}' for gigpo (its keyword-only
     parameters in trainers/advantages.py; the scale comes from --advantage-scale)."""

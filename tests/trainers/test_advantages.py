@@ -16,13 +16,14 @@ from trainers.advantages import (
     grpo,
     matpo,
     per_agent,
+    rae,
     register_estimator,
     rloo,
     tree,
 )
 from trainers.records import TaskKey, Turn
 
-ESTIMATOR_NAMES = ["grpo", "rloo", "at_grpo", "per_agent", "gigpo", "matpo", "tree"]
+ESTIMATOR_NAMES = ["grpo", "rloo", "at_grpo", "per_agent", "gigpo", "matpo", "tree", "rae"]
 S3 = math.sqrt(1.5)  # |r - mean| / std for (1, 2, 3) scaled: 1 / sqrt(2/3)
 
 
@@ -372,7 +373,7 @@ def test_tree_rejects_malformed_trees():
 # ------------------------------------------------------------------------------------ registry
 
 
-def test_registry_has_exactly_the_seven_estimators():
+def test_registry_has_exactly_the_eight_estimators():
     assert list(ADVANTAGE_ESTIMATORS) == ESTIMATOR_NAMES
 
 
@@ -618,3 +619,38 @@ def test_matpo_on_real_rollouts_credits_the_success_an_oracle_planner_enables():
         won = np.mean([a for a, ok in planner if ok])
         lost = np.mean([a for a, ok in planner if not ok])
         assert won > 0 > lost, (task, planner)
+
+
+# ---------------------------------------------------------------------------- rae
+def _game(task_seed: int, episode: int, first: float, second: float) -> list[Turn]:
+    """Two seats that each act once; the outcome is paid on the second seat's move to both
+    (the first seat's part comes through agent_rewards, as a real game's seat terms do)."""
+    opening = turn(task_seed, episode, "first_0", 0, 0.0, role="first")
+    ending = dataclasses.replace(
+        turn(task_seed, episode, "second_0", 0, second, step=1, role="second"),
+        agent_rewards={"first_0": first, "second_0": second},
+    )
+    return [opening, ending]
+
+
+def test_rae_subtracts_a_per_seat_moving_baseline_read_before_the_update():
+    batch = _game(0, 0, 1.0, -1.0) + _game(1, 0, 0.0, 0.0)  # X wins, then a draw
+    first = rae(batch, decay=0.5)
+    # baselines start at 0: A = the seat's episode return, on every sample the seat played
+    assert list(first.advantages) == [1.0, -1.0, 0.0, 0.0]
+    # each seat's baseline moves once towards the batch mean: 0.5 * 0 + 0.5 * mean
+    assert first.state == {"baselines": {"toy|first_0": 0.25, "toy|second_0": -0.25}}
+    assert first.diagnostics["rae/toy|first_0"] == 0.25
+    second = rae(_game(2, 0, 1.0, -1.0), decay=0.5, state=first.state)
+    assert list(second.advantages) == [0.75, -0.75]  # 1 - 0.25 and -1 + 0.25
+    assert second.state["baselines"] == {"toy|first_0": 0.625, "toy|second_0": -0.625}
+
+
+def test_rae_is_registered_as_a_stateful_plain_rollout_estimator():
+    spec = ADVANTAGE_ESTIMATORS["rae"]
+    assert spec.stateful and spec.rollouts == ("plain",) and spec.scales == ("none",)
+    assert "state" not in spec.options and "decay" in spec.options  # state is not a user option
+    assert rae([]).state == {"baselines": {}}
+    with pytest.raises(ValueError, match="decay"):
+        rae([], decay=1.0)
+    assert not ADVANTAGE_ESTIMATORS["grpo"].stateful

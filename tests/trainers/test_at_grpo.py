@@ -464,3 +464,33 @@ def test_a_given_initial_evaluation_is_logged_as_step_0_instead_of_re_evaluating
     assert evals[0]["success"] == 0.125 and evals[0]["invalid_rate"] == 0.5
     assert summary.before == given
     assert not (summary.run_dir / "transcripts" / "eval_step_000000.md").exists()  # not re-evaluated
+
+
+@pytest.mark.slow
+def test_the_rae_seat_baselines_are_checkpointed_and_a_resume_continues_them(tmp_path):
+    rae = [
+        "--algo",
+        "grpo",
+        "--estimator",
+        "rae",
+        "--estimator-kwargs",
+        '{"decay": 0.5}',
+        "--eval-every",
+        "0",
+    ]
+    reference = run_module("trainers.at_grpo", tiny_args(tmp_path / "a", *rae, "--steps", "3"), cwd=tmp_path)
+    assert reference.returncode == 0, reference.stderr[-3000:]
+    run = tmp_path / "b" / "run"
+    first = run_module("trainers.at_grpo", tiny_args(tmp_path / "b", *rae, "--steps", "2"), cwd=tmp_path)
+    assert first.returncode == 0, first.stderr[-3000:]
+    state = json.loads((run / "checkpoints" / "step_000002" / "state.json").read_text())
+    baselines = state["estimator_state"]["baselines"]
+    assert baselines and all(key.startswith("test/even_plan") for key in baselines)
+    resumed = run_module(
+        "trainers.at_grpo", ["--resume", str(run), "--steps", "3", "--no-progress"], cwd=tmp_path
+    )
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    expected = without_timings(read_jsonl(tmp_path / "a" / "run" / "metrics.jsonl"))
+    got = without_timings(read_jsonl(run / "metrics.jsonl"))
+    assert got == expected  # step 3's advantages used the baselines saved after step 2
+    assert any(key.startswith("adv/rae/") and value != 0 for key, value in got[-1].items())

@@ -206,7 +206,7 @@ def test_help_of_the_training_command_shows_the_env_preset(capsys, monkeypatch):
         for needle in needles:
             assert needle in text
         assert "(default: 5, the env preset's)" in text  # --eval-every
-        assert "--estimator {grpo,rloo,at_grpo,per_agent,gigpo,matpo,tree}" in text
+        assert "--estimator {grpo,rloo,at_grpo,per_agent,gigpo,matpo,tree,rae}" in text
         assert "--env {" in text and "sokoban" in text[text.index("--env {") :][:200]
         assert "``" not in text
 
