@@ -38,6 +38,7 @@ from benchmarks.tables import print_table
 
 GYM_SOKOBAN = "gym-sokoban==0.0.6"
 BUILTIN = ("sokoban-v0", "plan_path-v0", "sudoku-v0")
+GAMES = ("tictactoe-v0", "referential-v0")  # no size presets: one row each
 
 
 def cache_dir() -> Path:
@@ -52,9 +53,13 @@ def random_legal_policy(rng: np.random.Generator):
     return act
 
 
-def measure_steps(env_id: str, difficulty: str, seconds: float) -> tuple[float, int]:
+def _make(env_id: str, difficulty: str | None):
+    return envs.make(env_id, **({} if difficulty is None else {"difficulty": difficulty}))
+
+
+def measure_steps(env_id: str, difficulty: str | None, seconds: float) -> tuple[float, int]:
     """Env steps per second (step + last) over whole episodes for ~``seconds``."""
-    env = envs.make(env_id, difficulty=difficulty)
+    env = _make(env_id, difficulty)
     act = random_legal_policy(np.random.default_rng(0))
     steps, elapsed, seed = 0, 0.0, 0
     while elapsed < seconds:
@@ -70,9 +75,9 @@ def measure_steps(env_id: str, difficulty: str, seconds: float) -> tuple[float, 
     return steps / elapsed, steps
 
 
-def measure_clone(env_id: str, difficulty: str, repeats: int) -> float:
+def measure_clone(env_id: str, difficulty: str | None, repeats: int) -> float:
     """Mean seconds per ``clone()`` one step into an episode."""
-    env = envs.make(env_id, difficulty=difficulty)
+    env = _make(env_id, difficulty)
     env.reset(seed=0)
     env.step(random_legal_policy(np.random.default_rng(0))(env, env.agent_selection))
     start = time.perf_counter()
@@ -218,6 +223,13 @@ def main(argv: list[str] | None = None) -> None:
                 ]
             )
     print_table(["env", "preset", "steps/s", "clone us", "gen ms", "reset ms"], rows)
+    rows = []
+    for env_id in GAMES:
+        rate, _ = measure_steps(env_id, None, args.seconds)
+        clone = measure_clone(env_id, None, repeats=20 if args.quick else 200)
+        rows.append([env_id, f"{rate:.0f}", f"{clone * 1e6:.1f}"])
+    print("\nGames (random legal moves; the speaker sends '?')\n")
+    print_table(["env", "steps/s", "clone us"], rows)
 
     if args.no_gym_sokoban:
         return

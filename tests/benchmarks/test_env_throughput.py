@@ -15,6 +15,8 @@ def test_quick_run_prints_every_env_and_preset(capsys):
     for env_id in env_throughput.BUILTIN:
         for preset in ("easy", "medium", "hard"):
             assert re.search(rf"{env_id}\s+{preset}\s+\d+", out), (env_id, preset)
+    for env_id in env_throughput.GAMES:
+        assert re.search(rf"{env_id}\s+\d+\s+\d+\.\d", out), env_id  # steps/s and clone us
 
 
 @pytest.mark.slow
