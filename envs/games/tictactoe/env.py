@@ -160,12 +160,12 @@ class TicTacToeEnv(TextAECEnv):
                 invalid=True,
                 feedback=f"Cell {cell} is taken; free cells: {', '.join(map(str, free))}. Turn lost.",
             )
-        before = game.mover_value(self.board, mark, mark)
-        self.board = game.play(self.board, cell, mark)
+        board, self.board = self.board, game.play(self.board, cell, mark)
         self.last_move[agent] = cell
         local = {}
-        if self.minimax_reward:
-            local["minimax"] = float(game.mover_value(self.board, game.other(mark), mark) - before)
+        if self.minimax_reward:  # the mover's game value after its move, minus before it
+            after = game.mover_value(self.board, game.other(mark), mark)
+            local["minimax"] = float(after - game.mover_value(board, mark, mark))
         if not game.is_over(self.board):
             return StepOutcome(local=local, feedback=f"You took cell {cell}.")
         won = game.winner(self.board)
