@@ -288,7 +288,7 @@ def canonical_argv(
         if arg == "--":  # everything after it is a value
             return out + list(argv[i:])
         name, equals, value = arg.partition("=")
-        out.append(spellings.get(name, name) + equals + value if name in spellings else arg)
+        out.append(spellings[name] + equals + value if name in spellings else arg)
     return out
 
 
