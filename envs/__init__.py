@@ -69,4 +69,5 @@ register("math-v0", "envs.math.env:MathEnv")
 register("code-v0", "envs.code.env:CodeEnv")
 # Games (suite "games"): each seat is a role; self-play is --policy shared.
 register("tictactoe-v0", "envs.games.tictactoe.env:TicTacToeEnv")
+register("kuhn_poker-v0", "envs.games.kuhn_poker.env:KuhnPokerEnv")
 register("referential-v0", "envs.games.referential.env:ReferentialEnv")

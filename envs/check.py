@@ -394,19 +394,33 @@ def check_unseeded_reset(subject: EnvUnderCheck) -> str:
 
 
 def check_truncation(subject: EnvUnderCheck) -> str:
-    env = subject.make(max_cycles=3)
-    env.reset(seed=subject.seed(0))
-    n = len(env.possible_agents)
-    for step in range(3 * n):
-        assert not any(env.truncations.values()), f"truncated early, at step {step}"
-        assert not any(env.terminations.values()), f"an empty answer ended the episode at step {step}"
-        env.step("")  # invalid: consumes the turn, never solves
-    assert all(env.truncations.values()), "not truncated after max_cycles=3 cycles"
-    assert not any(env.terminations.values())
-    for _ in range(n):
-        env.step(None)
-    assert env.agents == [], "agents remain after every truncated agent stepped None"
-    return "max_cycles=3: truncated after exactly 3 cycles, then every agent removed"
+    # Invalid replies consume turns without ending the game, unless the env forces a move on
+    # them (_forced_move): then the game may end first, and a shorter horizon is tried.
+    for cycles in (3, 2, 1):
+        env = subject.make(max_cycles=cycles)
+        env.reset(seed=subject.seed(0))
+        n = len(env.possible_agents)
+        ended = None
+        for step in range(cycles * n):
+            assert not any(env.truncations.values()), f"truncated early, at step {step}"
+            forced = env._forced_move(env.agent_selection) is not None
+            env.step("")  # invalid: consumes the turn, never solves
+            if forced and any(env.terminations.values()):
+                ended = step + 1
+                break
+            assert not any(env.terminations.values()), f"an empty answer ended the episode at step {step}"
+        if ended is not None:
+            continue
+        assert all(env.truncations.values()), f"not truncated after max_cycles={cycles} cycles"
+        assert not any(env.terminations.values())
+        for _ in range(n):
+            env.step(None)
+        assert env.agents == [], "agents remain after every truncated agent stepped None"
+        return f"max_cycles={cycles}: truncated after exactly {cycles} cycles, then every agent removed"
+    raise Skip(
+        "invalid replies play forced moves (_forced_move) that end the game within 1 cycle: "
+        "truncation cannot be reached this way"
+    )
 
 
 def check_reward_mixing(subject: EnvUnderCheck) -> str:
@@ -441,19 +455,30 @@ def check_invalid_penalize(subject: EnvUnderCheck) -> str:
     env = subject.make(invalid_penalty=0.25)
     env.reset(seed=subject.seed(0))
     agent = env.agent_selection
-    key = env.state_key()
+    forced = env._forced_move(agent)
+    expected = env.clone()  # the state an invalid reply must leave: unchanged, or after the forced move
+    if forced is not None:
+        expected.step(f"<answer>{forced}</answer>")
+        assert not expected.infos[agent]["invalid_action"], f"_forced_move() = {forced!r} is not legal"
     env.step("no answer tags here")
     info = env.infos[agent]
     assert info["invalid_action"] is True, "an answer without the grammar was not invalid"
     assert info["reward_terms"].get("local/invalid") == -0.25, f"penalty not applied: {info['reward_terms']}"
-    assert env.state_key() == key, "an invalid action changed the state"
-    assert env.num_steps == 1 and not any(env.terminations.values()), "the turn was not consumed"
+    changed = (
+        "an invalid action changed the state"
+        if forced is None
+        else f"the forced move {forced!r} was not played"
+    )
+    assert env.state_key() == expected.state_key(), changed
+    assert env.num_steps == 1, "the turn was not consumed"
+    assert env.terminations == expected.terminations, "an invalid action ended the episode"
     assert info["feedback"], "an invalid action got no feedback (StepOutcome.feedback)"
     if len(env.possible_agents) > 1 and env.agents:
         other = env.agent_selection
         env.step(None if (env.terminations[other] or env.truncations[other]) else "no answer tags here")
         assert env.infos[agent]["invalid_action"] is True, "invalid_action was reset by another agent's step"
-    return "invalid text: penalised, turn consumed, state unchanged, feedback given"
+    kept = "state unchanged" if forced is None else f"forced move {forced!r} played"
+    return f"invalid text: penalised, turn consumed, {kept}, feedback given"
 
 
 def check_invalid_terminate(subject: EnvUnderCheck) -> str:

@@ -15,10 +15,12 @@ what a response does. This class owns everything the PettingZoo API and RL need:
   ``team/<name>``, ``local/<name>`` or ``seat/<name>``; cumulative rewards as PettingZoo
   expects;
 * invalid actions never raise: ``invalid_action="penalize"`` (``local/invalid`` =
-  ``-invalid_penalty``, turn consumed) or ``"terminate"`` (penalty, then the episode ends
-  for everyone: PettingZoo classic semantics). Any ``str`` is text to parse (empty, huge,
-  non-ASCII; longer than ``max_action_chars`` is cut to that length first); anything else
-  (``None``, bytes, numbers) is an invalid action;
+  ``-invalid_penalty``, turn consumed; the state is unchanged, or, in a game whose turn
+  cannot be skipped, the env's ``_forced_move`` is played, e.g. poker's pass) or
+  ``"terminate"`` (penalty, then the episode ends for everyone: PettingZoo classic
+  semantics). Any ``str`` is text to parse (empty, huge, non-ASCII; longer than
+  ``max_action_chars`` is cut to that length first); anything else (``None``, bytes,
+  numbers) is an invalid action;
 * feedback: ``StepOutcome.feedback`` is shown at the end of the actor's next prompt
   (``feedback_line``; ``APPEND_FEEDBACK = False`` lets ``_prompt`` place it);
 * truncation of every agent after ``max_cycles`` full cycles of the turn order;
@@ -184,6 +186,7 @@ class TextAECEnv(AECEnv):
     * ``_render_text() -> str``: a picture of the state.
 
     Optional: ``task_fingerprint()`` (the task's content, for the split check),
+    ``_forced_move(agent)`` (what an invalid reply plays where a turn cannot be skipped),
     ``oracle_response(agent) -> str`` (a perfect reply: the oracle row and check), extra
     constructor options (``difficulty``...) passed on with ``**kwargs`` to ``__init__``.
     Hooks may read ``self.transcript`` (``(agent, reply)`` pairs, replies cut to printable
@@ -319,6 +322,14 @@ class TextAECEnv(AECEnv):
         """Human-readable picture of the state."""
         raise NotImplementedError
 
+    def _forced_move(self, agent: str) -> str | None:
+        """The legal move (in ``_legal_moves`` grammar) an invalid reply plays under
+        ``invalid_action="penalize"``, or None (the default): the turn is skipped, the state
+        unchanged. A game whose turn cannot be skipped overrides it: in a betting game the
+        other seat cannot act on a history where this seat was to move, so an invalid reply
+        passes (checks, or folds to a bet), besides the penalty."""
+        return None
+
     # ------------------------------------------------------------------ spaces
     def observation_space(self, agent: str) -> spaces.Space:
         space = self._observation_spaces.get(agent)
@@ -394,6 +405,8 @@ class TextAECEnv(AECEnv):
             if text is None
             else self._act(agent, text)
         )
+        if outcome.invalid and self.invalid_action == "penalize":
+            outcome = self._play_forced_move(agent, outcome)
         self.transcript.append((agent, to_ascii(text or "", max_chars=2000)))
         self.num_steps += 1
         if outcome.success:
@@ -423,6 +436,25 @@ class TextAECEnv(AECEnv):
         self._accumulate_rewards()
         self.agent_selection = self.possible_agents[self.num_steps % len(self.possible_agents)]
         self._deads_step_first()
+
+    def _play_forced_move(self, agent: str, invalid: StepOutcome) -> StepOutcome:
+        """``invalid``, or, when the env forces a move on an invalid reply, that move's outcome
+        marked invalid (so the penalty still applies) with both feedbacks."""
+        move = self._forced_move(agent)
+        if move is None:
+            return invalid
+        forced = self._act(agent, f"<answer>{move}</answer>")
+        if forced.invalid:  # the env's bug, not the model's
+            raise ValueError(f"{type(self).__name__}: _forced_move({agent!r}) = {move!r} is not a legal move")
+        return StepOutcome(
+            team=forced.team,
+            local=forced.local,
+            invalid=True,
+            terminated=forced.terminated,
+            success=forced.success,
+            feedback=f"{invalid.feedback} Played {move} for you. {forced.feedback}".strip(),
+            seats=forced.seats,
+        )
 
     def _action_text(self, action: Any) -> str | None:
         # Only str is text: bytes, None, numbers, arrays are invalid actions, not a crash and
