@@ -46,6 +46,15 @@ METRIC_TITLES = {
     "turns_to_success": "turns to success (solved episodes; a turn = one cycle of the roles)",
     "tokens_per_episode": "generated tokens per episode",
 }
+# Tables only evaluations of some envs have (benchmarks.game_probes): key -> (title, digits).
+PROBE_TABLES = {
+    "exploitability": (
+        "Kuhn poker: exploitability of the first seat's policy (chips/hand a best response wins; "
+        "Nash 0, always-bet 0.333, uniform 0.458)",
+        3,
+    ),
+    "chips_vs_nash": ("Kuhn poker: chips/hand against the Nash policy (seat-averaged, exact; Nash 0)", 3),
+}
 
 
 @dataclass(frozen=True)
@@ -140,7 +149,9 @@ def _metric_text(key: str, digits: int):
         if cell.skipped:
             return "n/a"
         mean, se = summarize(cell.per_seed)
-        return _fmt(mean.get(key, float("nan")), se.get(key, float("nan")), digits)
+        if key not in mean:
+            return "-"
+        return _fmt(mean[key], se.get(key, float("nan")), digits)
 
     return text
 
@@ -181,6 +192,9 @@ def markdown_tables(cells: Sequence[Cell], rows: Sequence[str], columns: Sequenc
     if any(k.startswith("win/") for cell in cells for m in cell.per_seed for k in m):
         title = "win / draw / loss per seat (games; a game cut off before its end is none)"
         parts += ["", _table(title, rows, columns, by_key, _outcomes_text)]
+    for key, (title, digits) in PROBE_TABLES.items():
+        if any(key in m for cell in cells for m in cell.per_seed):
+            parts += ["", _table(title, rows, columns, by_key, _metric_text(key, digits))]
     skipped = [cell for cell in cells if cell.skipped]
     if skipped:
         parts += ["", "n/a cells:", ""]

@@ -48,6 +48,7 @@ from agents.base import SamplingParams
 from benchmarks.eval_config import ConfigError, EvalConfig
 from benchmarks.eval_report import Cell, Column, markdown_tables, seed_spread, write_plots, write_results
 from benchmarks.eval_teams import NotApplicable, PolicyBank, RowSpec, team_rows
+from benchmarks.game_probes import GAME_PROBES
 from trainers.backends import BACKENDS, apply_thread_policy, check_model_available
 from trainers.cli import config_to_dict, parse_overrides
 from trainers.config import env_preset
@@ -253,13 +254,15 @@ def _run_cell(
     try:
         if spec.variant not in variants:
             raise NotApplicable(f"{column.env_id} has no {spec.variant!r} team (it has {sorted(variants)})")
-        team = bank.team(spec, setup.make(split="test"))
+        probe_env = setup.make(split="test")
+        team = bank.team(spec, probe_env)
     except NotApplicable as err:
         cell.skipped = str(err)
     if cell.skipped:
         progress.advance(len(config.seeds))
         return cell
     sampling = _sampling(config, column.env_id)
+    probe = GAME_PROBES.get(probe_env.metadata["name"])
     for seed in config.seeds:
         tasks = seed_tasks(config, column.env_id, seed)
         progress.phase(f"{spec.name} | {column.label} | seed {seed}: {len(tasks)} tasks")
@@ -273,7 +276,13 @@ def _run_cell(
         )
         cell.seeds.append(seed)
         cell.tasks.append([task.seed for task in tasks])
-        cell.per_seed.append(benchmark_metrics(batch.episodes))
+        metrics = benchmark_metrics(batch.episodes)
+        if probe is not None:  # a game's own metrics, from the policy asked at chosen states
+            probe_env.reset(seed=tasks[0].seed)
+            metrics.update(
+                probe(team, probe_env, dataclasses.replace(sampling, seed=EVAL_SEED + seed), config.samples)
+            )
+        cell.per_seed.append(metrics)
         if config.transcripts and seed == config.seeds[0]:
             title = f"{spec.name} on {column.label}, seed {seed}"
             text = render_transcripts(seed, batch.episodes, limit=config.transcripts, title=title)

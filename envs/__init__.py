@@ -70,4 +70,5 @@ register("code-v0", "envs.code.env:CodeEnv")
 # Games (suite "games"): each seat is a role; self-play is --policy shared.
 register("tictactoe-v0", "envs.games.tictactoe.env:TicTacToeEnv")
 register("kuhn_poker-v0", "envs.games.kuhn_poker.env:KuhnPokerEnv")
+register("everyone_contributes-v0", "envs.games.everyone_contributes.env:EveryoneContributesEnv")
 register("referential-v0", "envs.games.referential.env:ReferentialEnv")

@@ -22,7 +22,7 @@ Action
 Observation
     The rules in two lines, the hand number, the seat's card, the betting so far, the chips
     won so far, the previous hand's showdown, the legal moves, the feedback on the seat's
-    last answer, the instruction.
+    last answer, the instruction with both answers written out.
 Rewards
     ``seat/outcome`` at the end of each hand: the chips each seat won (+-1 or +-2; zero-sum),
     so a seat's return is its chips over the episode, and a win is ending ahead. With
@@ -105,6 +105,7 @@ class KuhnPokerEnv(TextAECEnv):
         self.hand = 0
         self.opener = self.possible_agents[0]
         self.history = ""
+        self.last_move_letter = ""  # the last move played, "p" or "b" (the history restarts each hand)
         self.chips = dict.fromkeys(self.possible_agents, 0)
         self.last_hand: tuple[str, dict[str, str], dict[str, int]] | None = None  # history, cards, chips
 
@@ -130,6 +131,25 @@ class KuhnPokerEnv(TextAECEnv):
     def information_set(self, agent: str) -> str:
         """What ``agent`` knows of the current hand, as ``game.INFOSETS`` names it (``"Qpb"``)."""
         return self.card(agent) + self.history
+
+    def set_information_set(self, agent: str, infoset: str) -> None:
+        """Put the env in the first hand at ``infoset`` (``game.INFOSETS``, e.g. ``"Qpb"``) with
+        ``agent`` to act: its card and the betting so far (the other card is one the
+        information set allows, unseen by ``agent``). For probing a policy's action
+        probabilities (``benchmarks.game_probes``), not for play."""
+        if infoset not in game.INFOSETS:
+            raise ValueError(f"unknown information set {infoset!r}; they are {game.INFOSETS}")
+        self._check_agent(agent)
+        card, history = infoset[0], infoset[1:]
+        other_card = next(c for c in game.CARDS if c != card)
+        first = agent == self.possible_agents[0]
+        self.deals = ((card, other_card) if first else (other_card, card), *self.deals[1:])
+        self.hand, self.history = 0, history
+        mover_opens = game.to_move(history) == 0
+        self.opener = agent if mover_opens else self._other(agent)
+        self.agent_selection = agent
+        self.num_steps = self.possible_agents.index(agent)  # so the turn order continues from agent
+        self.infos[agent] = self._info(agent, {})
 
     def _facing_bet(self) -> bool:
         return self.history.endswith("b")
@@ -163,7 +183,11 @@ class KuhnPokerEnv(TextAECEnv):
         lines.append("Legal moves: " + ", ".join(self._legal_moves(agent)))
         if feedback := self.feedback_line(agent):
             lines.append(feedback)
-        lines.append("Answer with one legal move as <answer>MOVE</answer>.")
+        # Both answers spelled out: the default 135M model answers "Answer <answer>check</answer> or
+        # <answer>bet</answer>." with a move, but "as <answer>MOVE</answer>." with prompt text.
+        lines.append(
+            "Answer " + " or ".join(f"<answer>{move}</answer>" for move in self._legal_moves(agent)) + "."
+        )
         return "\n".join(line for line in lines if line)
 
     def _legal_moves(self, agent: str) -> list[str]:
@@ -214,6 +238,7 @@ class KuhnPokerEnv(TextAECEnv):
         letter = _LETTER[word]
         before, mover = self.history, game.to_move(self.history)
         self.history += letter
+        self.last_move_letter = letter
         local = {}
         if self.nash_reward:  # the move's value minus the Nash mixture's at this point
             bet = self.nash[self._hand_cards()[mover] + before]

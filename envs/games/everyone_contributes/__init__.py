@@ -1,0 +1,1 @@
+"""Everyone Contributes: ``game.py`` (MAC-SPGG-style payoffs, backward induction), ``env.py``."""
