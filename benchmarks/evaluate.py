@@ -278,10 +278,8 @@ def _run_cell(
         cell.tasks.append([task.seed for task in tasks])
         metrics = benchmark_metrics(batch.episodes)
         if probe is not None:  # a game's own metrics, from the policy asked at chosen states
-            probe_env.reset(seed=tasks[0].seed)
-            metrics.update(
-                probe(team, probe_env, dataclasses.replace(sampling, seed=EVAL_SEED + seed), config.samples)
-            )
+            probe_sampling = dataclasses.replace(sampling, seed=EVAL_SEED + seed)
+            metrics.update(probe(team, probe_env, [t.seed for t in tasks], probe_sampling, config.samples))
         cell.per_seed.append(metrics)
         if config.transcripts and seed == config.seeds[0]:
             title = f"{spec.name} on {column.label}, seed {seed}"

@@ -449,3 +449,27 @@ def test_a_game_gets_a_win_draw_loss_table_and_a_one_seed_note(tmp_path):
     assert data["config"]["threads"] >= 1  # the thread count the evaluation ran with is recorded
     cell = next(c for c in data["cells"] if c["row"] == "oracle mas")
     assert cell["mean"]["loss/first"] == 0.0 and cell["mean"]["win/second"] == 0.0
+
+
+def test_kuhn_cells_get_the_exact_exploitability_of_the_first_seats_policy(tmp_path):
+    config = EvalConfig(
+        env=("kuhn_poker",),
+        roles=("first=random", "second=oracle"),
+        baselines=("oracle",),
+        episodes=4,
+        seeds=(0, 1),
+        samples=64,
+        temperature=1.0,
+        progress=False,
+        output_dir=str(tmp_path),
+    )
+    results = run_evaluation(config)
+    markdown = (results.out_dir / "results.md").read_text()
+    assert "### Kuhn poker: exploitability of the first seat's policy" in markdown
+    random_row = results.cell("mas (first=random, second=oracle)", "kuhn_poker")
+    # 64 uniform replies per information set estimate the uniform table (exactly 0.458).
+    assert random_row.mean["exploitability"] == pytest.approx(0.458, abs=0.06)
+    assert random_row.mean["chips_vs_nash"] < -0.05
+    oracle = results.cell("oracle mas", "kuhn_poker")
+    assert oracle.mean["chips_vs_nash"] > random_row.mean["chips_vs_nash"]
+    assert oracle.mean["probe_invalid_rate"] == 0.0
