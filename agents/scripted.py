@@ -1,4 +1,5 @@
-"""Scripted policies: the oracle (ceiling) and random (floor) rows of evaluation tables.
+"""Scripted policies: the oracle (ceiling), heuristic and random (floor) rows of evaluation
+tables, and the fixed opponents of games.
 
 They implement the ``Policy`` protocol but read the game state instead of the text: the
 rollout (or ``agents.team.Team.prompt_for``) attaches the env and the acting agent to each
@@ -6,6 +7,8 @@ rollout (or ``agents.team.Team.prompt_for``) attaches the env and the acting age
 
 * ``OraclePolicy``: answers ``env.oracle_response(agent)`` (planning envs: the next
   optimal moves from the exact solver). Deterministic, so all samples are equal.
+* ``HeuristicPolicy``: answers ``env.heuristic_response(agent)``, a game's rule of thumb
+  (the middle rung of an opponent ladder).
 * ``RandomPolicy``: answers one uniformly random legal move, ``<answer>MOVE</answer>``,
   drawn from ``env.infos[agent]["legal_moves"]``.
 
@@ -24,7 +27,7 @@ import numpy as np
 
 from agents.base import Generation, Prompt, SamplingParams, as_prompt, check_num_samples
 
-__all__ = ["OraclePolicy", "RandomPolicy", "SCRIPTED_POLICIES"]
+__all__ = ["EnvMethodPolicy", "OraclePolicy", "HeuristicPolicy", "RandomPolicy", "SCRIPTED_POLICIES"]
 
 
 def _scripted_generation(text: str) -> Generation:
@@ -52,15 +55,20 @@ def _env_and_agent(policy_name: str, prompt: str | Prompt) -> tuple[Any, str]:
     return prompt.env, prompt.agent
 
 
-class OraclePolicy:
-    """The env's exact solver as a policy: the ceiling of an evaluation table.
+class EnvMethodPolicy:
+    """A policy that answers what an env method says: ``env.<method>(agent)``. Deterministic,
+    so all samples are equal. ``OraclePolicy`` and ``HeuristicPolicy`` are its two uses.
 
     Args:
         name: Policy name used in logs and records.
     """
 
-    def __init__(self, name: str = "oracle") -> None:
-        self.name = name
+    METHOD = ""  # the env method, e.g. "oracle_response"
+    WHAT = ""  # what the method is, for the error when an env lacks it
+    DEFAULT_NAME = ""
+
+    def __init__(self, name: str | None = None) -> None:
+        self.name = name or self.DEFAULT_NAME
 
     def generate(
         self,
@@ -70,28 +78,44 @@ class OraclePolicy:
         sampling: SamplingParams | None = None,
         adapter: str | None = None,
     ) -> list[list[Generation]]:
-        """``num_samples`` copies of ``prompt.env.oracle_response(prompt.agent)`` per prompt.
+        """``num_samples`` copies of ``prompt.env.<METHOD>(prompt.agent)`` per prompt.
 
         Raises:
             ValueError: A prompt without an attached env and agent, or a non-None adapter.
-            TypeError: The env has no ``oracle_response`` (no exact solver).
+            TypeError: The env has no such method.
         """
         _check_call(self.name, num_samples, adapter)
         results = []
         for prompt in prompts:
             env, agent = _env_and_agent(self.name, prompt)
-            oracle = getattr(env, "oracle_response", None)
-            if not callable(oracle):
+            method = getattr(env, self.METHOD, None)
+            if not callable(method):
                 raise TypeError(
-                    f"{type(env).__name__} has no exact solver / oracle (no oracle_response(agent) "
-                    "method), so OraclePolicy cannot play it; use a model or RandomPolicy instead"
+                    f"{type(env).__name__} has no {self.WHAT} (no {self.METHOD}(agent) method), so "
+                    f"{type(self).__name__} cannot play it; use a model or RandomPolicy instead"
                 )
-            text = oracle(agent)
+            text = method(agent)
             results.append([_scripted_generation(text) for _ in range(num_samples)])
         return results
 
     def __repr__(self) -> str:
-        return f"OraclePolicy(name={self.name!r})"
+        return f"{type(self).__name__}(name={self.name!r})"
+
+
+class OraclePolicy(EnvMethodPolicy):
+    """The env's exact solver as a policy (``env.oracle_response``): the ceiling of an
+    evaluation table, the strongest fixed opponent of a game."""
+
+    METHOD, WHAT, DEFAULT_NAME = "oracle_response", "exact solver / oracle", "oracle"
+
+
+class HeuristicPolicy(EnvMethodPolicy):
+    """A simple rule of thumb as a policy (``env.heuristic_response``): the middle rung of a
+    game's opponent ladder, between random and the oracle (tic-tac-toe: win, else block, else
+    centre, else a corner; Kuhn poker: bet and call with K, check and call with Q, check and
+    fold with J; public goods: give what the predecessors gave on average)."""
+
+    METHOD, WHAT, DEFAULT_NAME = "heuristic_response", "heuristic", "heuristic"
 
 
 class RandomPolicy:
@@ -150,4 +174,8 @@ class RandomPolicy:
         return f"RandomPolicy(seed={self.seed!r}, name={self.name!r})"
 
 
-SCRIPTED_POLICIES: dict[str, type] = {"oracle": OraclePolicy, "random": RandomPolicy}
+SCRIPTED_POLICIES: dict[str, type] = {
+    "oracle": OraclePolicy,
+    "heuristic": HeuristicPolicy,
+    "random": RandomPolicy,
+}

@@ -18,7 +18,7 @@ from trainers.config import ConfigError, check_max_cycles
 
 __all__ = ["EvalConfig", "ConfigError", "POLICY_KINDS", "BASELINES"]
 
-POLICY_KINDS = ("model", "base", "oracle", "random")
+POLICY_KINDS = ("model", "base", "oracle", "heuristic", "random")
 BASELINES = ("random", "oracle", "single", "mas")
 
 
@@ -52,7 +52,7 @@ class EvalConfig(BackendConfig):
     policy: Literal["shared", "per_role"] | None = None
     """How the checkpoint's weights are shared by roles; checked against the run (None: the run's)."""
     roles: tuple[str, ...] = ()
-    """Main-row overrides ROLE=POLICY, POLICY in model, base, oracle, random; e.g. planner=oracle."""
+    """Main-row overrides ROLE=POLICY, POLICY in model, base, oracle, heuristic, random; e.g. first=oracle."""
     baselines: tuple[str, ...] = BASELINES
     """Extra rows: random, oracle (scripted, main variant), single, mas (the model as that team)."""
     response_prefix: str = "<answer>"

@@ -6,6 +6,7 @@ A row is a ``RowSpec``: a team variant (``mas`` / ``single``) and a policy kind 
   ``--model`` or ``--adapters`` names a run or checkpoint);
 * ``base``: the untrained base model (same as ``model`` unless weights were loaded);
 * ``oracle``: the env's exact solver (``agents.scripted.OraclePolicy``), the ceiling;
+* ``heuristic``: a game's rule of thumb (``agents.scripted.HeuristicPolicy``), between them;
 * ``random``: a uniformly random legal move (``agents.scripted.RandomPolicy``), the floor.
 
 ``team_rows`` turns the command line into rows: the baselines (random, oracle, the model
@@ -24,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from agents.models import TINY_TEST_MODEL, resolve_model
-from agents.scripted import OraclePolicy, RandomPolicy
+from agents.scripted import HeuristicPolicy, OraclePolicy, RandomPolicy
 from agents.team import RoleBinding, Team
 from benchmarks.eval_config import ConfigError, EvalConfig
 
@@ -137,6 +138,7 @@ class PolicyBank:
         self._base: Any = None
         self._oracle = OraclePolicy()
         self._random = RandomPolicy(seed=0)
+        self._heuristic = HeuristicPolicy()
 
     @staticmethod
     def _checkpoint_path(config: EvalConfig) -> str | None:
@@ -195,6 +197,8 @@ class PolicyBank:
             return RoleBinding(self._oracle)
         if kind == "random":
             return RoleBinding(self._random)
+        if kind == "heuristic":
+            return RoleBinding(self._heuristic)
         if kind == "model" and self.checkpoint_path:
             try:
                 return self.trained().binding(role)

@@ -27,7 +27,6 @@ from pathlib import Path
 __all__ = ["CpuAllotment", "allotted_cpus", "cgroup_cpu_quota", "busy_cpus"]
 
 
-
 @dataclass(frozen=True)
 class CpuAllotment:
     """The CPUs a process may use: ``count`` of them, which ones (``cpus``, by id; empty

@@ -14,7 +14,7 @@ errors name the field and the fix.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -98,6 +98,9 @@ class TrainConfig(BackendConfig):
     """Extra envs.make() arguments as JSON, merged over the env preset's, e.g. '{"difficulty": "medium"}'."""
     team: Literal["mas", "single"] = "mas"
     """Team variant: 'mas' (one role per agent, e.g. planner + executor) or 'single' (one role does all)."""
+    roles: tuple[str, ...] = ()
+    """Roles a scripted policy plays instead of the trained model, ROLE=POLICY with POLICY in oracle,
+    heuristic, random; e.g. second=random trains the first seat of a game against a fixed opponent."""
 
     # --- team ---
     policy: Literal["shared", "per_role"] | None = None
@@ -393,12 +396,43 @@ def _check_estimator(config: TrainConfig) -> None:
         raise ConfigError(f"estimator_kwargs of {name!r}: {err}") from None
     import envs
 
+    scripted = scripted_roles(config.roles)
     try:
         teams = envs.spec(config.env).teams
     except (KeyError, ValueError, ImportError):
         return  # an unknown env id or module: resolve_config names it
     if teams is not None and config.team in teams:
         check_required_role(config, teams[config.team], teams)
+        check_scripted_roles(scripted, teams[config.team])
+
+
+def scripted_roles(items: Sequence[str]) -> dict[str, str]:
+    """``--roles`` items ``ROLE=POLICY`` as role -> scripted policy name, checked."""
+    from agents.scripted import SCRIPTED_POLICIES
+
+    found: dict[str, str] = {}
+    for item in items:
+        role, sep, kind = item.partition("=")
+        if not sep or not role or kind not in SCRIPTED_POLICIES:
+            raise ConfigError(
+                f"roles: {item!r} is not ROLE=POLICY with POLICY one of {list(SCRIPTED_POLICIES)}; "
+                "e.g. --roles second=random (the model plays every role not named)"
+            )
+        if role in found:
+            raise ConfigError(f"roles: each role may be named once, got {list(items)}")
+        found[role] = kind
+    return found
+
+
+def check_scripted_roles(scripted: Mapping[str, str], roles: Sequence[str]) -> None:
+    """Every scripted role is one of the team's, and the model keeps at least one to train."""
+    unknown = [role for role in scripted if role not in roles]
+    if unknown:
+        raise ConfigError(f"roles: {unknown} not in the team's roles {list(roles)}; name one of those")
+    if set(roles) <= set(scripted):
+        raise ConfigError(
+            f"roles: every role ({list(roles)}) is scripted, so nothing would train; leave one to the model"
+        )
 
 
 def check_required_role(

@@ -25,6 +25,7 @@ from agents.base import ServedPolicy
 from agents.hf import LoraSettings
 from agents.team import RoleBinding, Team
 from trainers.backends import BackendConfig
+from trainers.config import scripted_roles
 
 __all__ = [
     "build_team",
@@ -38,7 +39,26 @@ __all__ = [
 def build_team(config: Any, env: Any) -> Team:
     """The trainable team ``config.policy`` / ``config.lora`` describe, on ``config.model``
     (``config``: a ``trainers.config.TrainConfig`` or ``trainers.sft_config.SFTConfig``; its
-    ``policy_factory()`` builds the backend's policies)."""
+    ``policy_factory()`` builds the backend's policies), with the roles ``config.roles``
+    names played by scripted policies (a game's fixed opponent)."""
+    team = _model_team(config, env)
+    scripted = scripted_roles(getattr(config, "roles", ()))
+    if not scripted:
+        return team
+    from agents.scripted import SCRIPTED_POLICIES, RandomPolicy
+
+    def make(kind: str) -> Any:
+        cls = SCRIPTED_POLICIES[kind]
+        return cls(seed=config.seed) if cls is RandomPolicy else cls()
+
+    bindings = {
+        role: RoleBinding(make(scripted[role])) if role in scripted else b
+        for role, b in team.bindings.items()
+    }
+    return Team(team.roles, bindings)
+
+
+def _model_team(config: Any, env: Any) -> Team:
     lora = LoraSettings(r=config.lora_rank, alpha=config.lora_alpha)
     prefix, roles = config.response_prefix, env.roles
     make_policy = config.policy_factory()

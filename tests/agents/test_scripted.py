@@ -6,9 +6,10 @@ import pytest
 
 import envs
 from agents.base import Generation, Prompt, SamplingParams
-from agents.scripted import SCRIPTED_POLICIES, OraclePolicy, RandomPolicy
+from agents.scripted import SCRIPTED_POLICIES, HeuristicPolicy, OraclePolicy, RandomPolicy
 from agents.team import Team
 from envs import StepOutcome, TextAECEnv
+from envs.splits import split_seeds
 
 PLANNING_ENVS = ("sokoban", "plan_path", "sudoku")
 
@@ -143,7 +144,46 @@ def test_oracle_refuses_an_env_without_a_solver_and_random_still_plays_it():
 def test_registry_and_protocol():
     from agents.base import Policy
 
-    assert SCRIPTED_POLICIES == {"oracle": OraclePolicy, "random": RandomPolicy}
+    assert SCRIPTED_POLICIES == {"oracle": OraclePolicy, "heuristic": HeuristicPolicy, "random": RandomPolicy}
     for name, cls in SCRIPTED_POLICIES.items():
         policy = cls()
         assert isinstance(policy, Policy) and policy.name == name
+
+
+def _answer(policy, env, agent):
+    return policy.generate([Prompt(env.observe(agent)["prompt"], env=env, agent=agent)])[0][0].text
+
+
+def test_the_heuristic_wins_blocks_and_takes_the_centre_in_tictactoe():
+    env = envs.make("tictactoe")
+    env.reset(seed=split_seeds("train", 1)[0])
+    policy = HeuristicPolicy()
+    env.board = "XX.OO...."  # X to move: win at 3 rather than block at 6
+    assert _answer(policy, env, "first_0") == "<answer>3</answer>"
+    env.board = "XX..O...."  # O (second) must block at 3
+    assert _answer(policy, env, "second_0") == "<answer>3</answer>"
+    env.board = "X........"
+    assert _answer(policy, env, "second_0") == "<answer>5</answer>"
+
+
+def test_the_heuristic_plays_its_card_in_kuhn_and_cooperates_conditionally():
+    kuhn = envs.make("kuhn_poker")
+    kuhn.reset(seed=split_seeds("train", 1)[0])
+    policy = HeuristicPolicy()
+    for infoset, move in (("K", "bet"), ("J", "check"), ("Qb", "call"), ("Jpb", "fold")):
+        state = kuhn.clone()
+        state.set_information_set("first_0" if len(infoset) % 2 else "second_0", infoset)
+        assert _answer(policy, state, state.agent_selection) == f"<answer>{move}</answer>", infoset
+    goods = envs.make("everyone_contributes")
+    goods.reset(seed=split_seeds("train", 1)[0])
+    assert _answer(policy, goods, "first_0") == f"<answer>{goods.rules.endowment // 2}</answer>"
+    goods.step("<answer>1</answer>")
+    goods.step("<answer>2</answer>")
+    assert _answer(policy, goods, "third_0") == "<answer>2</answer>"  # mean 1.5 rounds up
+
+
+def test_an_env_without_a_heuristic_is_a_clear_type_error():
+    env = envs.make("sokoban")
+    env.reset(seed=split_seeds("train", 1)[0])
+    with pytest.raises(TypeError, match="no heuristic"):
+        _answer(HeuristicPolicy(), env, env.agent_selection)

@@ -494,3 +494,22 @@ def test_the_rae_seat_baselines_are_checkpointed_and_a_resume_continues_them(tmp
     got = without_timings(read_jsonl(run / "metrics.jsonl"))
     assert got == expected  # step 3's advantages used the baselines saved after step 2
     assert any(key.startswith("adv/rae/") and value != 0 for key, value in got[-1].items())
+
+
+def test_a_scripted_opponent_plays_its_seat_and_only_the_model_trains(tmp_path):
+    args = [
+        *tiny_args(tmp_path, "--env", "tictactoe", "--steps", "1", "--max-new-tokens", "2"),
+        *("--roles", "second=random"),
+    ]
+    main(args)
+    run = tmp_path / "run"
+    assert json.loads((run / "config.json").read_text())["roles"] == ["second=random"]
+    turns = [
+        turn
+        for episode in read_jsonl(run / "episodes" / "train_step_000001.jsonl")
+        for turn in episode["turns"]
+    ]
+    second = [turn for turn in turns if turn["agent"] == "second_0"]
+    assert second and all(not turn["invalid"] for turn in second)  # random legal cells, never invalid
+    assert all(turn["response"].startswith("<answer>") and turn["response"][8].isdigit() for turn in second)
+    assert any(turn["agent"] == "first_0" for turn in turns)  # the tiny model played the first seat

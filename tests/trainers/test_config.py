@@ -68,6 +68,10 @@ def test_an_env_class_declares_its_training_preset():
         ({"algo": "matpo", "estimator_kwargs": {"planner_role": "boss"}}, "'boss' role"),
         ({"eps_high": 1.5}, "--eps-high"),
         ({"entropy_coef": -0.1}, "--entropy-coef"),
+        ({"env": "tictactoe", "roles": ("second=minimax",)}, "one of \\['oracle', 'heuristic', 'random'\\]"),
+        ({"env": "tictactoe", "roles": ("third=random",)}, "not in the team's roles"),
+        ({"env": "tictactoe", "roles": ("first=random", "second=oracle")}, "nothing would train"),
+        ({"env": "tictactoe", "roles": ("second=random", "second=oracle")}, "named once"),
     ],
 )
 def test_config_errors_name_the_field_and_the_fix(kwargs, named):

@@ -332,4 +332,3 @@ def test_env_arguments_the_env_refuses_are_config_errors_naming_them():
     with pytest.raises(ValueError) as info:
         EnvSetup("sokoban", "mas", {"difficulty": "bogus"}).make_checked({})
     assert not isinstance(info.value, ConfigError)
-

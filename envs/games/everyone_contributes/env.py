@@ -29,6 +29,9 @@ Invalid actions
 Oracle
     The SPNE contribution from the current history (``game.spne``): full contribution on
     the equilibrium path.
+Scripted partners
+    ``oracle`` (SPNE), ``heuristic`` (a conditional cooperator: the predecessors' mean
+    contribution, half the endowment first) and ``random``.
 Success
     ``info["success"]``: every player contributed everything (the SPNE welfare).
 Horizon
@@ -151,7 +154,14 @@ class EveryoneContributesEnv(TextAECEnv):
             + ".",
         )
 
-    # ------------------------------------------------------------------ oracle
+    # ------------------------------------------------------------------ scripted play
+    def heuristic_response(self, agent: str) -> str:
+        """A conditional cooperator: the predecessors' mean contribution (rounded half up), half
+        the endowment (rounded down) as the first player."""
+        given = self.contributions
+        amount = int(sum(given) / len(given) + 0.5) if given else self.rules.endowment // 2
+        return f"<answer>{amount}</answer>"
+
     def oracle_response(self, agent: str) -> str:
         """The SPNE contribution from the current history."""
         return f"<answer>{game.spne(self.rules, self.contributions)[len(self.contributions)]}</answer>"

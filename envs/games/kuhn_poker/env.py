@@ -39,6 +39,9 @@ Oracle
     The Nash policy (``game.nash_table``, opener's bluffing rate 1/3), mixed with a draw
     that is fixed per (task, step), so the oracle plays the same in a clone. It never loses
     in expectation; a hand it can lose.
+Scripted opponents
+    ``oracle`` (Nash), ``heuristic`` (``heuristic_response``: bet/call with K, check/call
+    with Q, check/fold with J) and ``random``.
 Success
     ``info["success"]``: every hand was played to its end.
 Horizon
@@ -276,7 +279,15 @@ class KuhnPokerEnv(TextAECEnv):
             feedback=f"{said} {showdown}",
         )
 
-    # ------------------------------------------------------------------ oracle
+    # ------------------------------------------------------------------ scripted play
+    def heuristic_response(self, agent: str) -> str:
+        """A rule of thumb (the ladder's middle rung): bet and call with K, check and call with
+        Q, check and fold with J. Exploitable (it never bluffs), unlike the Nash oracle."""
+        card = self.card(agent)
+        if self._facing_bet():
+            return f"<answer>{'fold' if card == 'J' else 'call'}</answer>"
+        return f"<answer>{'bet' if card == 'K' else 'check'}</answer>"
+
     def oracle_response(self, agent: str) -> str:
         """The Nash policy's move, mixed by a draw fixed per (task, step)."""
         bet = self.nash[self.information_set(agent)]

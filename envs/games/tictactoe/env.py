@@ -30,6 +30,9 @@ Invalid actions
 Success
     ``info["success"]``: the game was played to its end (a win or a draw), as the oracle
     always does; who won is in the seat returns (``benchmarks.evaluate`` reports them).
+Scripted opponents
+    ``oracle`` (minimax), ``heuristic`` (win, else block, else centre, else a corner) and
+    ``random`` (a random free cell), e.g. ``--roles second=heuristic``.
 Horizon
     ``DEFAULT_MAX_CYCLES = 9`` (18 replies: a full game even with every other reply
     invalid); the training preset plays 5 cycles, enough for the 7 plies after an opening.
@@ -180,7 +183,21 @@ class TicTacToeEnv(TextAECEnv):
             feedback=f"You took cell {cell}: {ending}.",
         )
 
-    # ------------------------------------------------------------------ oracle
+    # ------------------------------------------------------------------ scripted play
+    def heuristic_response(self, agent: str) -> str:
+        """A rule of thumb (the ladder's middle rung): complete a line, else block one of the
+        opponent's, else take the centre, else the first free corner, else the first cell."""
+        mark = self._mark(agent)
+        free = game.legal_cells(self.board)
+        for who in (mark, game.other(mark)):  # win first, then block
+            for cell in free:
+                if game.winner(game.play(self.board, cell, who)) == who:
+                    return f"<answer>{cell}</answer>"
+        for cell in (5, 1, 3, 7, 9):
+            if cell in free:
+                return f"<answer>{cell}</answer>"
+        return f"<answer>{free[0] if free else 1}</answer>"
+
     def oracle_response(self, agent: str) -> str:
         """A minimax-optimal move for ``agent`` (the first of the best cells)."""
         best = game.best_cells(self.board, self._mark(agent))
