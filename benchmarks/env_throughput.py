@@ -38,7 +38,7 @@ from benchmarks.tables import print_table
 
 GYM_SOKOBAN = "gym-sokoban==0.0.6"
 BUILTIN = ("sokoban-v0", "plan_path-v0", "sudoku-v0")
-GAMES = ("tictactoe-v0", "referential-v0")  # no size presets: one row each
+GAMES = ("tictactoe-v0", "kuhn_poker-v0", "negotiation-v0", "everyone_contributes-v0", "referential-v0")
 
 
 def cache_dir() -> Path:

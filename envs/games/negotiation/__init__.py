@@ -1,0 +1,1 @@
+"""Negotiation: ``env.py`` (a two-seat resource trade with private valuations)."""
