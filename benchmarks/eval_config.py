@@ -55,6 +55,9 @@ class EvalConfig(BackendConfig):
     """Main-row overrides ROLE=POLICY, POLICY in model, base, oracle, heuristic, random; e.g. first=oracle."""
     baselines: tuple[str, ...] = BASELINES
     """Extra rows: random, oracle (scripted, main variant), single, mas (the model as that team)."""
+    ladder: tuple[str, ...] = ()
+    """Competitive two-seat games: a 'ladder' row where the model plays these opponents (random, heuristic,
+    oracle) in both seats, with win/draw/loss per opponent and Elo ratings (benchmarks.ladder)."""
     response_prefix: str = "<answer>"
     """Start of each base-model reply, parsed with it, as in training (a checkpoint uses its run's)."""
 
@@ -146,6 +149,12 @@ def _validate(config: EvalConfig) -> None:
                 f"roles: {item!r} is not ROLE=POLICY with POLICY one of {list(POLICY_KINDS)}; "
                 "e.g. --roles planner=oracle executor=model"
             )
+    from benchmarks.ladder import LADDER_OPPONENTS
+
+    if bad := [kind for kind in config.ladder if kind not in LADDER_OPPONENTS]:
+        raise ConfigError(f"ladder: {bad} are not ladder opponents; choose from {list(LADDER_OPPONENTS)}")
+    if len(set(config.ladder)) != len(config.ladder):
+        raise ConfigError(f"ladder: each opponent may be named once, got {list(config.ladder)}")
     named = [item.partition("=")[0] for item in config.roles]
     if len(set(named)) != len(named):
         raise ConfigError(f"roles: each role may be named once, got {list(config.roles)}")

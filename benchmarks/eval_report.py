@@ -175,6 +175,34 @@ def _outcomes_text(cell: Cell) -> str:
     return ", ".join(parts) or "-"
 
 
+def _ladder_text(cell: Cell) -> str:
+    """Per opponent: the model's win / draw / loss rates over both seats (ladder rows only)."""
+    if cell.skipped:
+        return "n/a"
+    mean, se = summarize(cell.per_seed)
+    opponents = [k.split("/")[1] for k in mean if k.startswith("vs/") and k.endswith("/win")]
+    parts = []
+    for opponent in opponents:
+        rates = "/".join(f"{mean[f'vs/{opponent}/{r}']:.2f}" for r in ("win", "draw", "loss"))
+        error = se.get(f"vs/{opponent}/win", float("nan"))
+        parts.append(f"{opponent} {rates}" + ("" if math.isnan(error) else f" (win ± {error:.2f})"))
+    return ", ".join(parts) or "-"
+
+
+def _elo_text(cell: Cell) -> str:
+    """Every player's Elo on the ladder, the model's with its standard error."""
+    if cell.skipped:
+        return "n/a"
+    mean, se = summarize(cell.per_seed)
+    players = sorted((k.split("/", 1)[1] for k in mean if k.startswith("elo/")), key=lambda p: p != "model")
+    parts = []
+    for player in players:
+        error = se.get(f"elo/{player}", float("nan"))
+        spread = "" if math.isnan(error) or player == "random" else f" ± {error:.0f}"
+        parts.append(f"{player} {mean[f'elo/{player}']:+.0f}{spread}")
+    return ", ".join(parts) or "-"
+
+
 def markdown_tables(cells: Sequence[Cell], rows: Sequence[str], columns: Sequence[Column], note: str) -> str:
     """Every metric table (rows = teams, columns = envs); ``note`` goes under the heading."""
     by_key = {(cell.row, cell.column): cell for cell in cells}
@@ -192,6 +220,11 @@ def markdown_tables(cells: Sequence[Cell], rows: Sequence[str], columns: Sequenc
     if any(k.startswith("win/") for cell in cells for m in cell.per_seed for k in m):
         title = "win / draw / loss per seat (games; a game cut off before its end is none)"
         parts += ["", _table(title, rows, columns, by_key, _outcomes_text)]
+    if any(k.startswith("vs/") for cell in cells for m in cell.per_seed for k in m):
+        title = "ladder: the model's win / draw / loss against each opponent, half the games in each seat"
+        parts += ["", _table(title, rows, columns, by_key, _ladder_text)]
+        title = "Elo on the ladder (Bradley-Terry over every pairing, both seats; random = 0)"
+        parts += ["", _table(title, rows, columns, by_key, _elo_text)]
     for key, (title, digits) in PROBE_TABLES.items():
         if any(key in m for cell in cells for m in cell.per_seed):
             parts += ["", _table(title, rows, columns, by_key, _metric_text(key, digits))]

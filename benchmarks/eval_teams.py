@@ -44,6 +44,7 @@ class RowSpec:
     variant: str
     default: str = "model"
     overrides: tuple[tuple[str, str], ...] = ()
+    ladder: tuple[str, ...] = ()  # a ladder row: the model against these opponents in both seats
 
     def kind(self, role: str) -> str:
         """The policy kind that plays ``role``."""
@@ -90,7 +91,10 @@ def team_rows(config: EvalConfig, roles: Iterable[str] = ()) -> list[RowSpec]:
     rows = [
         row for row in rows if (row.variant, row.default, row.overrides) != (main.variant, "model", overrides)
     ]
-    return rows + [main]
+    ladder = (
+        [RowSpec(f"{label} ladder", config.team, "model", (), tuple(config.ladder))] if config.ladder else []
+    )
+    return rows + [main] + ladder
 
 
 def is_training_run(path: str) -> bool:

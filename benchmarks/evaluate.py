@@ -49,6 +49,7 @@ from benchmarks.eval_config import ConfigError, EvalConfig
 from benchmarks.eval_report import Cell, Column, markdown_tables, seed_spread, write_plots, write_results
 from benchmarks.eval_teams import NotApplicable, PolicyBank, RowSpec, team_rows
 from benchmarks.game_probes import GAME_PROBES
+from benchmarks.ladder import ladder_metrics
 from trainers.backends import BACKENDS, apply_thread_policy, check_model_available
 from trainers.cli import config_to_dict, parse_overrides
 from trainers.config import env_preset
@@ -262,6 +263,10 @@ def _run_cell(
         progress.advance(len(config.seeds))
         return cell
     sampling = _sampling(config, column.env_id)
+    if spec.ladder:
+        return _run_ladder_cell(
+            config, bank, spec, column, setup, probe_env, sampling, cell, progress, started
+        )
     probe = GAME_PROBES.get(probe_env.metadata["name"])
     for seed in config.seeds:
         tasks = seed_tasks(config, column.env_id, seed)
@@ -289,6 +294,50 @@ def _run_cell(
             atomic_write_text(out_dir / "transcripts" / f"{name}.md", text)
         success = cell.per_seed[-1].get("success", float("nan"))
         progress.show(f"last: {spec.name} | {column.label} | seed {seed}: success {success:.2f}")
+        progress.advance()
+    cell.seconds = time.perf_counter() - started
+    return cell
+
+
+def _run_ladder_cell(
+    config: EvalConfig,
+    bank: PolicyBank,
+    spec: RowSpec,
+    column: Column,
+    setup: EnvSetup,
+    env: Any,
+    sampling: SamplingParams,
+    cell: Cell,
+    progress: RunProgress,
+    started: float,
+) -> Cell:
+    """A ladder row's cell (``benchmarks.ladder``): per seed, the model against every ladder
+    opponent in both seats on the seed's tasks, and the round robin's Elo ratings."""
+    if len(env.roles) != 2 or not env.metadata.get("competitive"):
+        cell.skipped = f"{column.env_id} is not a competitive two-seat game (metadata['competitive'])"
+        progress.advance(len(config.seeds))
+        return cell
+    model = bank.team(dataclasses.replace(spec, ladder=()), env).bindings[env.roles[0]]
+    opponents = {}
+    for kind in spec.ladder:
+        try:
+            opponents[kind] = bank.team(RowSpec(kind, spec.variant, kind), env).bindings[env.roles[0]]
+        except NotApplicable:  # e.g. no exact solver: that rung is left out
+            continue
+    for seed in config.seeds:
+        tasks = seed_tasks(config, column.env_id, seed)
+        progress.phase(f"{spec.name} | {column.label} | seed {seed}: {len(tasks)} tasks x both seats")
+
+        def play(team, tasks=tasks, seed=seed):
+            batch = evaluate_tasks(
+                team, tasks, episodes_per_task=config.samples, sampling=sampling,
+                env_kwargs=setup.make_kwargs, seed=EVAL_SEED + seed,
+            )  # fmt: skip
+            return batch.episodes
+
+        cell.seeds.append(seed)
+        cell.tasks.append([task.seed for task in tasks])
+        cell.per_seed.append(ladder_metrics(play, env, model, opponents))
         progress.advance()
     cell.seconds = time.perf_counter() - started
     return cell

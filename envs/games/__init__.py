@@ -5,4 +5,7 @@ rules and the oracle, ``env.py`` the ``TextAECEnv`` whose module docstring is it
 Each seat of a game is a role of its own (``first``/``second`` in tic-tac-toe), so the
 existing team machinery binds seats: self-play is one policy in every seat (``--policy
 shared``), a fixed opponent a scripted policy in one seat (``--roles second=oracle``).
+A competitive two-seat game pays ``seat/outcome`` (its sign is the win/draw/loss) and sets
+``metadata["competitive"] = True``: ``benchmarks.evaluate --ladder`` then plays the model
+against fixed opponents in both seats and rates it (``benchmarks.ladder``).
 """

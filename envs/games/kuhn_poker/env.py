@@ -79,7 +79,12 @@ class KuhnPokerEnv(TextAECEnv):
         **kwargs: ``TextAECEnv`` arguments (``split``, ``invalid_action``, ...).
     """
 
-    metadata: ClassVar[dict] = {**TextAECEnv.metadata, "name": "kuhn_poker_v0", "suite": "games"}
+    metadata: ClassVar[dict] = {
+        **TextAECEnv.metadata,
+        "name": "kuhn_poker_v0",
+        "suite": "games",
+        "competitive": True,  # two seats, seat/outcome decides: benchmarks.evaluate --ladder plays it
+    }
     TEAMS: ClassVar[dict[str, tuple[str, ...]]] = {"mas": ("first", "second")}
     DEFAULT_MAX_CYCLES: ClassVar[int] = 5  # 3 hands; __init__ sizes it to `hands`
     TRAINING: ClassVar[TrainingPreset] = TrainingPreset(max_new_tokens=8, max_cycles=None, policy="shared")

@@ -74,7 +74,12 @@ class NegotiationEnv(TextAECEnv):
         **kwargs: ``TextAECEnv`` arguments (``split``, ``invalid_action``, ...).
     """
 
-    metadata: ClassVar[dict] = {**TextAECEnv.metadata, "name": "negotiation_v0", "suite": "games"}
+    metadata: ClassVar[dict] = {
+        **TextAECEnv.metadata,
+        "name": "negotiation_v0",
+        "suite": "games",
+        "competitive": True,  # two seats, seat/outcome decides: benchmarks.evaluate --ladder plays it
+    }
     TEAMS: ClassVar[dict[str, tuple[str, ...]]] = {"mas": ("first", "second")}
     DEFAULT_MAX_CYCLES: ClassVar[int] = 5  # 10 turns; __init__ sizes it to `turns`
     TRAINING: ClassVar[TrainingPreset] = TrainingPreset(max_new_tokens=16, max_cycles=None, policy="shared")

@@ -68,7 +68,12 @@ class TicTacToeEnv(TextAECEnv):
         **kwargs: ``TextAECEnv`` arguments (``split``, ``invalid_action``, ...).
     """
 
-    metadata: ClassVar[dict] = {**TextAECEnv.metadata, "name": "tictactoe_v0", "suite": "games"}
+    metadata: ClassVar[dict] = {
+        **TextAECEnv.metadata,
+        "name": "tictactoe_v0",
+        "suite": "games",
+        "competitive": True,  # two seats, seat/outcome decides: benchmarks.evaluate --ladder plays it
+    }
     TEAMS: ClassVar[dict[str, tuple[str, ...]]] = {"mas": ("first", "second")}
     DEFAULT_MAX_CYCLES: ClassVar[int] = 9
     # Self-play by default: one policy (adapter) in both seats.
