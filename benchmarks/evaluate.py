@@ -406,6 +406,10 @@ def run_evaluation(config: EvalConfig, command: str | None = None) -> EvalResult
     columns = select_columns(config)
     roles = check_roles(config, team_roles(config, columns))
     rows = team_rows(config, roles)
+    # A baseline of a team variant no column has (the 'single' row on a suite of games) would
+    # be a row of n/a cells: it is left out. The --team rows always stay, to say why they are n/a.
+    variants = {v for c in columns for v in (envs.spec(c.env_id).teams or {config.team: ()})}
+    rows = [row for row in rows if row.variant in variants or row.variant == config.team]
     bank = PolicyBank(config)
     uses_model = any(row.uses_model for row in rows)
     if uses_model and (config.adapters or not bank.checkpoint_path):

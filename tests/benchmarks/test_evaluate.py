@@ -473,3 +473,18 @@ def test_kuhn_cells_get_the_exact_exploitability_of_the_first_seats_policy(tmp_p
     oracle = results.cell("oracle mas", "kuhn_poker")
     assert oracle.mean["chips_vs_nash"] > random_row.mean["chips_vs_nash"]
     assert oracle.mean["probe_invalid_rate"] == 0.0
+
+
+def test_a_baseline_of_a_team_no_column_has_is_left_out(tmp_path):
+    config = EvalConfig(
+        env=("tictactoe",),
+        roles=("first=heuristic", "second=random"),
+        baselines=("random", "single"),
+        episodes=2,
+        seeds=(0,),
+        progress=False,
+        output_dir=str(tmp_path),
+    )
+    results = run_evaluation(config)
+    assert results.rows == ["random mas", "mas (first=heuristic, second=random)"]  # no 'single' row
+    assert results.cell(results.rows[1], "tictactoe").mean["win/first"] > 0.5
