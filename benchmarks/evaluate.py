@@ -121,7 +121,7 @@ def _suite_env_ids(suite: str) -> list[str]:
         return sorted(latest)
     found, suites = [], set()
     for env_id in sorted(latest):
-        env_suite = envs.make(env_id).metadata.get("suite")
+        env_suite = envs.spec(env_id).metadata.get("suite") or envs.make(env_id).metadata.get("suite")
         suites.add(env_suite)
         if env_suite == suite:
             found.append(env_id)
@@ -176,7 +176,10 @@ def team_roles(config: EvalConfig, columns: list[Column]) -> dict[str, tuple[str
         teams = envs.spec(column.env_id).teams
         variant = config.team if teams is None or config.team in teams else next(iter(teams), config.team)
         setup = EnvSetup(column.env_id, variant, column_env_kwargs(config, column))
-        env = setup.make_checked(config.env_kwargs, split="test", hidden=("split", "team", "difficulty"))
+        try:
+            env = setup.make_checked(config.env_kwargs, split="test", hidden=("split", "team", "difficulty"))
+        except ImportError:  # an optional extra is missing: the column's cells say so (n/a)
+            continue
         if variant == config.team:
             found[column.label] = tuple(env.roles)
     return found
@@ -257,7 +260,7 @@ def _run_cell(
             raise NotApplicable(f"{column.env_id} has no {spec.variant!r} team (it has {sorted(variants)})")
         probe_env = setup.make(split="test")
         team = bank.team(spec, probe_env)
-    except NotApplicable as err:
+    except (NotApplicable, ImportError) as err:  # ImportError: the env's optional extra is missing
         cell.skipped = str(err)
     if cell.skipped:
         progress.advance(len(config.seeds))

@@ -73,3 +73,6 @@ register("kuhn_poker-v0", "envs.games.kuhn_poker.env:KuhnPokerEnv")
 register("everyone_contributes-v0", "envs.games.everyone_contributes.env:EveryoneContributesEnv")
 register("negotiation-v0", "envs.games.negotiation.env:NegotiationEnv")
 register("referential-v0", "envs.games.referential.env:ReferentialEnv")
+# OpenSpiel games (optional extra teamgym[spiel]): any two-player game by name, and mini Hanabi.
+register("spiel-v0", "envs.games.spiel:SpielEnv")
+register("mini_hanabi-v0", "envs.games.mini_hanabi.env:MiniHanabiEnv")

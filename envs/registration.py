@@ -88,6 +88,13 @@ class EnvSpec:
         return teams if isinstance(teams, Mapping) else None
 
     @property
+    def metadata(self) -> Mapping[str, Any]:
+        """The env class's ``metadata`` (suite, name...), read without building an env, so an
+        env whose optional dependency is missing still shows in its suite ({} for a factory)."""
+        metadata = getattr(_load_entry_point(self.entry_point), "metadata", None)
+        return metadata if isinstance(metadata, Mapping) else {}
+
+    @property
     def training(self):
         """The env class's ``TrainingPreset`` (``TextAECEnv.TRAINING``; the defaults when the
         entry point declares none, e.g. a factory function)."""

@@ -2,7 +2,8 @@
 
 * ``@pytest.mark.gpu`` tests are skipped without CUDA.
 * ``@pytest.mark.vllm`` tests are skipped when vLLM is not installed, unless
-  ``TEAMGYM_REQUIRE_VLLM=1`` (``.ci/run`` sets it): then they run and fail, so CI cannot
+  ``TEAMGYM_REQUIRE_VLLM=1`` (``.ci/run`` sets it; ``spiel`` tests and
+  ``TEAMGYM_REQUIRE_SPIEL=1`` likewise for OpenSpiel): then they run and fail, so CI cannot
   pass by skipping the backend it installed.
 * Without bubblewrap the sandbox refuses to run code unless the user opts in to host
   access; the suite opts in for itself (its programs are its own), unless
@@ -49,6 +50,7 @@ def pytest_configure(config):
 
 def pytest_collection_modifyitems(config, items):
     _skip_vllm_tests_without_vllm(items)
+    _skip_spiel_tests_without_spiel(items)
     gpu_items = [item for item in items if item.get_closest_marker("gpu")]
     if not gpu_items:
         return
@@ -59,6 +61,17 @@ def pytest_collection_modifyitems(config, items):
     skip = pytest.mark.skip(reason="needs a CUDA GPU (marked gpu)")
     for item in gpu_items:
         item.add_marker(skip)
+
+
+def _skip_spiel_tests_without_spiel(items) -> None:
+    if importlib.util.find_spec("pyspiel") is not None or os.environ.get("TEAMGYM_REQUIRE_SPIEL") == "1":
+        return
+    skip = pytest.mark.skip(
+        reason="needs OpenSpiel (marked spiel): pip install 'teamgym[spiel]' (Python >= 3.11)"
+    )
+    for item in items:
+        if item.get_closest_marker("spiel"):
+            item.add_marker(skip)
 
 
 def _skip_vllm_tests_without_vllm(items) -> None:

@@ -1,0 +1,1 @@
+"""Mini Hanabi: ``env.py`` (OpenSpiel Hanabi, small, through ``envs.games.spiel``)."""
