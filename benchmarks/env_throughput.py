@@ -75,6 +75,78 @@ def measure_steps(env_id: str, difficulty: str | None, seconds: float) -> tuple[
     return steps / elapsed, steps
 
 
+# The OpenSpiel game of each in-house game (and the adapter's own games), for the side-by-side
+# speed table when the spiel extra is installed.
+OPENSPIEL_TWINS = {
+    "tictactoe-v0": ("tic_tac_toe", {}),
+    "kuhn_poker-v0": ("kuhn_poker", {}),
+    "mini_hanabi-v0": ("hanabi", None),  # None: the env class's PARAMS
+}
+
+
+def measure_openspiel(game: str, params: dict, seconds: float) -> tuple[float, float]:
+    """(OpenSpiel steps/s, players' moves only (chance nodes are sampled, not counted: our envs
+    deal inside their own steps), uniformly random legal actions over whole games: the raw
+    engine's speed, no text; mean seconds per ``state.clone()`` one move in)."""
+    import pyspiel
+
+    spiel_game = pyspiel.load_game(game, params)
+    rng = np.random.default_rng(0)
+    steps, elapsed = 0, 0.0
+    while elapsed < seconds:
+        start = time.perf_counter()
+        state = spiel_game.new_initial_state()
+        while not state.is_terminal():
+            if state.is_chance_node():
+                actions, probs = zip(*state.chance_outcomes(), strict=True)
+                state.apply_action(int(actions[rng.choice(len(actions), p=probs)]))
+            else:
+                state.apply_action(int(rng.choice(state.legal_actions())))
+                steps += 1
+        elapsed += time.perf_counter() - start
+    state = spiel_game.new_initial_state()
+    while state.is_chance_node():
+        state.apply_action(state.chance_outcomes()[0][0])
+    state.apply_action(state.legal_actions()[0])
+    repeats = 2000
+    start = time.perf_counter()
+    for _ in range(repeats):
+        state.clone()
+    return steps / elapsed, (time.perf_counter() - start) / repeats
+
+
+def print_openspiel_table(args: argparse.Namespace) -> None:
+    """teamgym's env next to the OpenSpiel engine of the same game, measured in this run."""
+    from envs.games.spiel import spiel_available
+
+    if not spiel_available():
+        print("\nOpenSpiel comparison skipped: pip install 'teamgym[spiel]' (Python >= 3.11).")
+        return
+    rows = []
+    for env_id, (game, params) in OPENSPIEL_TWINS.items():
+        if params is None:
+            params = dict(envs.make(env_id).PARAMS)
+        ours, _ = measure_steps(env_id, None, args.seconds)
+        ours_clone = measure_clone(env_id, None, repeats=20 if args.quick else 200)
+        theirs, theirs_clone = measure_openspiel(game, params, args.seconds)
+        rows.append(
+            [
+                env_id,
+                game,
+                f"{ours:.0f}",
+                f"{theirs:.0f}",
+                f"{ours / theirs:.3f}",
+                f"{ours_clone * 1e6:.1f}",
+                f"{theirs_clone * 1e6:.2f}",
+            ]
+        )
+    print("\nGames vs the OpenSpiel engine (random legal moves; ours parse text and build prompts)\n")
+    print_table(
+        ["env", "OpenSpiel game", "steps/s", "OpenSpiel steps/s", "ratio", "clone us", "OpenSpiel clone us"],
+        rows,
+    )
+
+
 def measure_clone(env_id: str, difficulty: str | None, repeats: int) -> float:
     """Mean seconds per ``clone()`` one step into an episode."""
     env = _make(env_id, difficulty)
@@ -230,6 +302,7 @@ def main(argv: list[str] | None = None) -> None:
         rows.append([env_id, f"{rate:.0f}", f"{clone * 1e6:.1f}"])
     print("\nGames (random legal moves; the speaker sends '?')\n")
     print_table(["env", "steps/s", "clone us"], rows)
+    print_openspiel_table(args)
 
     if args.no_gym_sokoban:
         return

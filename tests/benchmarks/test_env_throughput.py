@@ -7,6 +7,7 @@ import re
 import pytest
 
 from benchmarks import env_throughput
+from envs.games.spiel import spiel_available
 
 
 def test_quick_run_prints_every_env_and_preset(capsys):
@@ -17,6 +18,11 @@ def test_quick_run_prints_every_env_and_preset(capsys):
             assert re.search(rf"{env_id}\s+{preset}\s+\d+", out), (env_id, preset)
     for env_id in env_throughput.GAMES:
         assert re.search(rf"{env_id}\s+\d+\s+\d+\.\d", out), env_id  # steps/s and clone us
+    if spiel_available():  # ours next to the OpenSpiel engine, with the ratio
+        for env_id, (game, _) in env_throughput.OPENSPIEL_TWINS.items():
+            assert re.search(rf"{env_id}\s+{game}\s+\d+\s+\d+\s+\d+\.\d+", out), env_id
+    else:
+        assert "OpenSpiel comparison skipped: pip install 'teamgym[spiel]'" in out
 
 
 @pytest.mark.slow

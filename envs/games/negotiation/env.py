@@ -42,6 +42,7 @@ Versions: v0, this page.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Hashable
 from typing import ClassVar
@@ -63,6 +64,25 @@ _WORD = re.compile(r"^\s*(pass|accept|deny)\s*[.!]?\s*$", re.IGNORECASE)
 
 Offer = tuple[int, str, int, str]
 """(units given, resource given, units received, resource received), from the offerer's side."""
+
+
+def offer_text(offer: Offer) -> str:
+    """``(2, "wheat", 1, "ore")`` -> ``"offer 2 wheat for 1 ore"`` (the action grammar)."""
+    return f"offer {offer[0]} {offer[1]} for {offer[2]} {offer[3]}"
+
+
+@functools.lru_cache(maxsize=4096)
+def _offers(mine: tuple[int, ...], theirs: tuple[int, ...]) -> tuple[str, ...]:
+    """Every affordable offer between two inventories (cached: the list is rebuilt for every
+    live agent after every step, and inventories change only when a trade is accepted)."""
+    return tuple(
+        offer_text((give, given, get, got))
+        for i, given in enumerate(RESOURCES)
+        for j, got in enumerate(RESOURCES)
+        if i != j
+        for give in range(1, mine[i] + 1)
+        for get in range(1, theirs[j] + 1)
+    )
 
 
 class NegotiationEnv(TextAECEnv):
@@ -155,10 +175,6 @@ class NegotiationEnv(TextAECEnv):
             and self.inventory[self._other(offerer)][RESOURCES.index(got)] >= get
         )
 
-    @staticmethod
-    def _offer_text(offer: Offer) -> str:
-        return f"offer {offer[0]} {offer[1]} for {offer[2]} {offer[3]}"
-
     def _facing_offer(self, agent: str) -> bool:
         return self.pending is not None and self.pending[0] != agent
 
@@ -197,17 +213,7 @@ class NegotiationEnv(TextAECEnv):
     def _legal_moves(self, agent: str) -> list[str]:
         if self._facing_offer(agent):
             return ["accept", "deny"]
-        moves = ["pass"]
-        mine, theirs = self.inventory[agent], self.inventory[self._other(agent)]
-        for i, given in enumerate(RESOURCES):
-            for j, got in enumerate(RESOURCES):
-                if i != j:
-                    moves += [
-                        self._offer_text((give, given, get, got))
-                        for give in range(1, mine[i] + 1)
-                        for get in range(1, theirs[j] + 1)
-                    ]
-        return moves
+        return ["pass", *_offers(tuple(self.inventory[agent]), tuple(self.inventory[self._other(agent)]))]
 
     def _state_key(self) -> Hashable:
         inventories = tuple(tuple(self.inventory[a]) for a in self.possible_agents)
@@ -217,7 +223,7 @@ class NegotiationEnv(TextAECEnv):
         parts = [
             f"{a}: {self._stock(self.inventory[a])} (values {self.value_of[a]})" for a in self.possible_agents
         ]
-        pending = f"; open: {self.pending[0]} {self._offer_text(self.pending[1])}" if self.pending else ""
+        pending = f"; open: {self.pending[0]} {offer_text(self.pending[1])}" if self.pending else ""
         return "; ".join(parts) + pending
 
     # ------------------------------------------------------------------ acting
@@ -299,4 +305,4 @@ class NegotiationEnv(TextAECEnv):
                 theirs = self._worth(other, after[other]) - self._worth(other, self.inventory[other])
                 if mine > best_gain and theirs > 0:
                     best, best_gain = offer, mine
-        return f"<answer>{self._offer_text(best) if best else 'pass'}</answer>"
+        return f"<answer>{offer_text(best) if best else 'pass'}</answer>"
