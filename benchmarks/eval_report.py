@@ -54,6 +54,12 @@ PROBE_TABLES = {
         3,
     ),
     "chips_vs_nash": ("Kuhn poker: chips/hand against the Nash policy (seat-averaged, exact; Nash 0)", 3),
+    "contribution_rate": ("public goods: share of the endowment contributed (SPNE 1)", 3),
+    "welfare_ratio": ("public goods: welfare over the SPNE welfare (full contribution)", 3),
+    "free_rider_gain": (
+        "public goods: best unilateral free-rider's gain over full contribution (rules; < 0)",
+        2,
+    ),
 }
 
 

@@ -287,7 +287,8 @@ def _run_cell(
         metrics = benchmark_metrics(batch.episodes)
         if probe is not None:  # a game's own metrics, from the policy asked at chosen states
             probe_sampling = dataclasses.replace(sampling, seed=EVAL_SEED + seed)
-            metrics.update(probe(team, probe_env, [t.seed for t in tasks], probe_sampling, config.samples))
+            task_seeds = [t.seed for t in tasks]
+            metrics.update(probe(team, probe_env, task_seeds, probe_sampling, config.samples, batch.episodes))
         cell.per_seed.append(metrics)
         if config.transcripts and seed == config.seeds[0]:
             title = f"{spec.name} on {column.label}, seed {seed}"

@@ -2,9 +2,9 @@
 chosen game states.
 
 ``GAME_PROBES`` maps an env's ``metadata["name"]`` to a probe ``(team, env, task_seeds,
-sampling, samples) -> metrics``; ``benchmarks.evaluate`` adds those metrics to the cells of
-that env (per seed, over that seed's held-out tasks, like every other metric). ``env`` is a
-test-split env; a probe resets it to each task seed, works on clones and plays no episode.
+sampling, samples, episodes) -> metrics``; ``benchmarks.evaluate`` adds those metrics to the
+cells of that env (per seed, over that seed's held-out tasks and the episodes it played,
+like every other metric). ``env`` is a test-split env the probe may reset and step.
 
 * Kuhn poker (``kuhn_poker_v0``): the policy of the ``first`` seat is asked at each of the
   12 information sets, once per task and ``samples`` replies each (parsed by the env
@@ -15,6 +15,12 @@ test-split env; a probe resets it to each task seed, works on clones and plays n
   ``chips_vs_nash`` (exact expected chips per hand against the Nash policy, half the hands
   as opener; Nash itself 0). Greedy sampling (the evaluation default) probes the greedy
   policy: a table of 0s and 1s for a model.
+* Everyone Contributes (``everyone_contributes_v0``): the played episodes are replayed on
+  ``env`` (deterministic given the task and the replies) to read the contributions:
+  ``contribution_rate`` (mean share of the endowment given), ``welfare_ratio`` (the sum of
+  payoffs over the SPNE's, full contribution) and ``free_rider_gain`` (what the best
+  unilateral free-rider gains over full contribution when the others then play the SPNE;
+  negative under these rules, a property of the tasks, not of the team).
 """
 
 from __future__ import annotations
@@ -22,11 +28,15 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import numpy as np
+
 from agents.base import SamplingParams
 from agents.team import Team
+from envs.games.everyone_contributes import game as public_goods
 from envs.games.kuhn_poker import game as kuhn
+from trainers.records import Episode
 
-__all__ = ["GAME_PROBES", "kuhn_policy_table", "kuhn_metrics"]
+__all__ = ["GAME_PROBES", "kuhn_policy_table", "kuhn_metrics", "public_goods_metrics"]
 
 
 def kuhn_policy_table(
@@ -62,7 +72,12 @@ def kuhn_policy_table(
 
 
 def kuhn_metrics(
-    team: Team, env: Any, task_seeds: Sequence[int], sampling: SamplingParams | None, samples: int
+    team: Team,
+    env: Any,
+    task_seeds: Sequence[int],
+    sampling: SamplingParams | None,
+    samples: int,
+    episodes: Sequence[Episode] = (),
 ) -> dict[str, float]:
     table, invalid = kuhn_policy_table(team, env, task_seeds, sampling, samples)
     return {
@@ -72,7 +87,40 @@ def kuhn_metrics(
     }
 
 
-Probe = Callable[[Team, Any, Sequence[int], SamplingParams | None, int], dict[str, float]]
+def public_goods_metrics(
+    team: Team,
+    env: Any,
+    task_seeds: Sequence[int],
+    sampling: SamplingParams | None,
+    samples: int,
+    episodes: Sequence[Episode] = (),
+) -> dict[str, float]:
+    rates, ratios, gains = [], [], []
+    for episode in episodes:
+        env.reset(seed=episode.task.seed)
+        for turn in episode.turns:
+            env.step(turn.response)
+        rules, given = env.rules, env.contributions
+        full = (rules.endowment,) * rules.players
+        gains.append(
+            max(
+                public_goods.spne_values(rules, full[:player] + (0,))[player] - rules.payoff(full, player)
+                for player in range(rules.players)
+            )
+        )
+        if len(given) < rules.players:  # cut off before every player gave
+            continue
+        rates.append(sum(given) / (rules.endowment * rules.players))
+        ratios.append(sum(rules.payoffs(given)) / sum(rules.payoffs(full)))
+    metrics = {"free_rider_gain": float(np.mean(gains))} if gains else {}
+    if rates:
+        metrics.update(contribution_rate=float(np.mean(rates)), welfare_ratio=float(np.mean(ratios)))
+    return metrics
+
+
+Probe = Callable[..., dict[str, float]]
+"""``(team, env, task_seeds, sampling, samples, episodes) -> metrics``"""
 GAME_PROBES: dict[str, Probe] = {
     "kuhn_poker_v0": kuhn_metrics,
+    "everyone_contributes_v0": public_goods_metrics,
 }

@@ -50,3 +50,20 @@ def test_invalid_replies_count_as_the_pass_they_force():
     assert metrics["chips_vs_nash"] == pytest.approx(
         game.seat_averaged_value(dict.fromkeys(game.INFOSETS, 0.0), game.nash_table())
     )
+
+
+def test_public_goods_metrics_replay_the_episodes():
+    from benchmarks.game_probes import public_goods_metrics
+    from trainers.evaluation import evaluate_tasks, test_tasks
+
+    env = envs.make("everyone_contributes", split="test")
+    tasks = test_tasks("everyone_contributes-v0", 20)
+    oracle = evaluate_tasks(Team.shared(env, OraclePolicy()), tasks, sampling=SamplingParams()).episodes
+    metrics = public_goods_metrics(None, env, [], None, 1, oracle)
+    assert metrics["contribution_rate"] == 1.0 and metrics["welfare_ratio"] == pytest.approx(1.0)
+    assert metrics["free_rider_gain"] < 0  # full contribution is the unique SPNE of every task
+    team = Team(env, {"first": OraclePolicy(), "second": RandomPolicy(seed=0), "third": OraclePolicy()})
+    mixed = public_goods_metrics(
+        None, env, [], None, 1, evaluate_tasks(team, tasks, sampling=SamplingParams(seed=1)).episodes
+    )
+    assert 1 / 3 < mixed["contribution_rate"] < 1.0 and mixed["welfare_ratio"] < 1.0
