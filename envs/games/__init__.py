@@ -5,7 +5,8 @@ rules and the oracle, ``env.py`` the ``TextAECEnv`` whose module docstring is it
 Each seat of a game is a role of its own (``first``/``second`` in tic-tac-toe), so the
 existing team machinery binds seats: self-play is one policy in every seat (``--policy
 shared``), a fixed opponent a scripted policy in one seat (``--roles second=oracle``).
-A competitive two-seat game pays ``seat/outcome`` (its sign is the win/draw/loss) and sets
-``metadata["competitive"] = True``: ``benchmarks.evaluate --ladder`` then plays the model
-against fixed opponents in both seats and rates it (``benchmarks.ladder``).
+A competitive two-seat game derives from ``two_seats.TwoSeatGame``: it pays ``seat/outcome``
+(its sign is the win/draw/loss) and has ``metadata["competitive"] = True``, so
+``benchmarks.evaluate --ladder`` plays the model against fixed opponents in both seats and
+rates it (``benchmarks.ladder``).
 """

@@ -58,8 +58,9 @@ from typing import ClassVar
 
 import numpy as np
 
-from envs.core import StepOutcome, TextAECEnv, TrainingPreset
+from envs.core import StepOutcome, TrainingPreset
 from envs.games.kuhn_poker import game
+from envs.games.two_seats import TwoSeatGame
 from envs.parsing import extract_answer
 from envs.splits import generate_in_split
 
@@ -70,7 +71,7 @@ _LETTER = {"check": "p", "fold": "p", "pass": "p", "bet": "b", "call": "b"}
 MAX_HANDS = 20
 
 
-class KuhnPokerEnv(TextAECEnv):
+class KuhnPokerEnv(TwoSeatGame):
     """Kuhn poker for two seats (see the module docstring).
 
     Args:
@@ -79,16 +80,9 @@ class KuhnPokerEnv(TextAECEnv):
         **kwargs: ``TextAECEnv`` arguments (``split``, ``invalid_action``, ...).
     """
 
-    metadata: ClassVar[dict] = {
-        **TextAECEnv.metadata,
-        "name": "kuhn_poker_v0",
-        "suite": "games",
-        "competitive": True,  # two seats, seat/outcome decides: benchmarks.evaluate --ladder plays it
-    }
-    TEAMS: ClassVar[dict[str, tuple[str, ...]]] = {"mas": ("first", "second")}
+    metadata: ClassVar[dict] = {**TwoSeatGame.metadata, "name": "kuhn_poker_v0"}
     DEFAULT_MAX_CYCLES: ClassVar[int] = 5  # 3 hands; __init__ sizes it to `hands`
     TRAINING: ClassVar[TrainingPreset] = TrainingPreset(max_new_tokens=8, max_cycles=None, policy="shared")
-    APPEND_FEEDBACK: ClassVar[bool] = False
 
     def __init__(self, *, hands: int = 3, nash_reward: bool = False, **kwargs) -> None:
         if isinstance(hands, bool) or not isinstance(hands, int) or not 1 <= hands <= MAX_HANDS:
@@ -125,16 +119,13 @@ class KuhnPokerEnv(TextAECEnv):
         return self._deals_text(self.deals)
 
     # ------------------------------------------------------------------ state
-    def _other(self, agent: str) -> str:
-        return next(a for a in self.possible_agents if a != agent)
-
     def card(self, agent: str) -> str:
         """``agent``'s card in the current hand."""
         return self.deals[self.hand][self.possible_agents.index(agent)]
 
     def _hand_cards(self) -> tuple[str, str]:
         """(opener's card, responder's card) of the current hand."""
-        return self.card(self.opener), self.card(self._other(self.opener))
+        return self.card(self.opener), self.card(self.other(self.opener))
 
     def information_set(self, agent: str) -> str:
         """What ``agent`` knows of the current hand, as ``game.INFOSETS`` names it (``"Qpb"``)."""
@@ -154,7 +145,7 @@ class KuhnPokerEnv(TextAECEnv):
         self.deals = ((card, other_card) if first else (other_card, card), *self.deals[1:])
         self.hand, self.history = 0, history
         mover_opens = game.to_move(history) == 0
-        self.opener = agent if mover_opens else self._other(agent)
+        self.opener = agent if mover_opens else self.other(agent)
         self.agent_selection = agent
         self.num_steps = self.possible_agents.index(agent)  # so the turn order continues from agent
         self.infos[agent] = self._info(agent, {})
@@ -168,7 +159,7 @@ class KuhnPokerEnv(TextAECEnv):
         for i, letter in enumerate(history):
             who = (
                 "You"
-                if (self.opener if i % 2 == 0 else self._other(self.opener)) == agent
+                if (self.opener if i % 2 == 0 else self.other(self.opener)) == agent
                 else "The other player"
             )
             verb = ("called" if bet else "bet 1") if letter == "b" else ("folded" if bet else "checked")
@@ -214,7 +205,7 @@ class KuhnPokerEnv(TextAECEnv):
     def _last_hand_line(self, agent: str) -> str:
         """How the previous hand ended, from ``agent``'s view."""
         history, cards, won = self.last_hand
-        other = self._other(agent)
+        other = self.other(agent)
         if history.endswith("bp"):
             how = "You folded" if won[agent] < 0 else "The other player folded"
         else:
@@ -260,7 +251,7 @@ class KuhnPokerEnv(TextAECEnv):
         return self._end_hand(agent, local, said)
 
     def _end_hand(self, agent: str, local: dict[str, float], said: str) -> StepOutcome:
-        opener, responder = self.opener, self._other(self.opener)
+        opener, responder = self.opener, self.other(self.opener)
         won = game.opener_chips(self._hand_cards(), self.history)
         self.chips[opener] += won
         self.chips[responder] -= won
@@ -275,7 +266,7 @@ class KuhnPokerEnv(TextAECEnv):
         if not last:
             self.hand += 1
             self.history = ""
-            self.opener = self._other(agent)  # the seat whose turn comes next
+            self.opener = self.other(agent)  # the seat whose turn comes next
         return StepOutcome(
             local=local,
             seats=seats,

@@ -49,7 +49,8 @@ from typing import ClassVar
 
 import numpy as np
 
-from envs.core import StepOutcome, TextAECEnv, TrainingPreset
+from envs.core import StepOutcome, TrainingPreset
+from envs.games.two_seats import TwoSeatGame
 from envs.parsing import extract_answer
 from envs.splits import generate_in_split
 
@@ -85,7 +86,7 @@ def _offers(mine: tuple[int, ...], theirs: tuple[int, ...]) -> tuple[str, ...]:
     )
 
 
-class NegotiationEnv(TextAECEnv):
+class NegotiationEnv(TwoSeatGame):
     """Two seats trade resources they value differently (see the module docstring).
 
     Args:
@@ -94,16 +95,9 @@ class NegotiationEnv(TextAECEnv):
         **kwargs: ``TextAECEnv`` arguments (``split``, ``invalid_action``, ...).
     """
 
-    metadata: ClassVar[dict] = {
-        **TextAECEnv.metadata,
-        "name": "negotiation_v0",
-        "suite": "games",
-        "competitive": True,  # two seats, seat/outcome decides: benchmarks.evaluate --ladder plays it
-    }
-    TEAMS: ClassVar[dict[str, tuple[str, ...]]] = {"mas": ("first", "second")}
+    metadata: ClassVar[dict] = {**TwoSeatGame.metadata, "name": "negotiation_v0"}
     DEFAULT_MAX_CYCLES: ClassVar[int] = 5  # 10 turns; __init__ sizes it to `turns`
     TRAINING: ClassVar[TrainingPreset] = TrainingPreset(max_new_tokens=16, max_cycles=None, policy="shared")
-    APPEND_FEEDBACK: ClassVar[bool] = False
 
     def __init__(self, *, turns: int = 10, reward: str = "relative", **kwargs) -> None:
         if isinstance(turns, bool) or not isinstance(turns, int) or not 2 <= turns <= 30 or turns % 2:
@@ -144,9 +138,6 @@ class NegotiationEnv(TextAECEnv):
         return repr((tuple(self.start.values()), self.values))
 
     # ------------------------------------------------------------------ state
-    def _other(self, agent: str) -> str:
-        return next(a for a in self.possible_agents if a != agent)
-
     def _worth(self, agent: str, inventory: list[int] | tuple[int, ...]) -> int:
         return sum(n * v for n, v in zip(inventory, self.value_of[agent], strict=True))
 
@@ -158,7 +149,7 @@ class NegotiationEnv(TextAECEnv):
         give, given, get, got = offer
         new = {a: list(inv) for a, inv in self.inventory.items()}
         i, j = RESOURCES.index(given), RESOURCES.index(got)
-        responder = self._other(offerer)
+        responder = self.other(offerer)
         new[offerer][i] -= give
         new[offerer][j] += get
         new[responder][i] += give
@@ -172,7 +163,7 @@ class NegotiationEnv(TextAECEnv):
             and give >= 1
             and get >= 1
             and self.inventory[offerer][RESOURCES.index(given)] >= give
-            and self.inventory[self._other(offerer)][RESOURCES.index(got)] >= get
+            and self.inventory[self.other(offerer)][RESOURCES.index(got)] >= get
         )
 
     def _facing_offer(self, agent: str) -> bool:
@@ -183,7 +174,7 @@ class NegotiationEnv(TextAECEnv):
         return ", ".join(f"{n} {r}" for n, r in zip(inventory, RESOURCES, strict=True))
 
     def _prompt(self, agent: str) -> str:
-        other = self._other(agent)
+        other = self.other(agent)
         left = self.turns - self.num_steps
         values = ", ".join(f"{r} {v}" for r, v in zip(RESOURCES, self.value_of[agent], strict=True))
         lines = [
@@ -213,7 +204,7 @@ class NegotiationEnv(TextAECEnv):
     def _legal_moves(self, agent: str) -> list[str]:
         if self._facing_offer(agent):
             return ["accept", "deny"]
-        return ["pass", *_offers(tuple(self.inventory[agent]), tuple(self.inventory[self._other(agent)]))]
+        return ["pass", *_offers(tuple(self.inventory[agent]), tuple(self.inventory[self.other(agent)]))]
 
     def _state_key(self) -> Hashable:
         inventories = tuple(tuple(self.inventory[a]) for a in self.possible_agents)
@@ -289,7 +280,7 @@ class NegotiationEnv(TextAECEnv):
     def heuristic_response(self, agent: str) -> str:
         """A fair trader: accept iff the open offer raises its own value; else offer the
         one-for-one swap that raises its own value most while raising the other's too; else pass."""
-        other = self._other(agent)
+        other = self.other(agent)
         if self._facing_offer(agent):
             after = self._after(*self.pending)
             better = self._worth(agent, after[agent]) > self._worth(agent, self.inventory[agent])

@@ -48,8 +48,9 @@ from typing import ClassVar
 
 import numpy as np
 
-from envs.core import StepOutcome, TextAECEnv, TrainingPreset, role_of
+from envs.core import StepOutcome, TrainingPreset, role_of
 from envs.games.tictactoe import game
+from envs.games.two_seats import TwoSeatGame
 from envs.parsing import extract_answer
 from envs.splits import generate_in_split
 
@@ -59,7 +60,7 @@ MARKS = {"first": "X", "second": "O"}
 _CELL = re.compile(r"^\s*(?:cell\s*)?([1-9])\s*[.!]?\s*$", re.IGNORECASE)
 
 
-class TicTacToeEnv(TextAECEnv):
+class TicTacToeEnv(TwoSeatGame):
     """Tic-tac-toe for two seats (see the module docstring).
 
     Args:
@@ -68,17 +69,10 @@ class TicTacToeEnv(TextAECEnv):
         **kwargs: ``TextAECEnv`` arguments (``split``, ``invalid_action``, ...).
     """
 
-    metadata: ClassVar[dict] = {
-        **TextAECEnv.metadata,
-        "name": "tictactoe_v0",
-        "suite": "games",
-        "competitive": True,  # two seats, seat/outcome decides: benchmarks.evaluate --ladder plays it
-    }
-    TEAMS: ClassVar[dict[str, tuple[str, ...]]] = {"mas": ("first", "second")}
+    metadata: ClassVar[dict] = {**TwoSeatGame.metadata, "name": "tictactoe_v0"}
     DEFAULT_MAX_CYCLES: ClassVar[int] = 9
     # Self-play by default: one policy (adapter) in both seats.
     TRAINING: ClassVar[TrainingPreset] = TrainingPreset(max_new_tokens=8, max_cycles=5, policy="shared")
-    APPEND_FEEDBACK: ClassVar[bool] = False  # the feedback goes before the final instruction
 
     def __init__(self, *, opening_plies: int = 2, minimax_reward: bool = False, **kwargs) -> None:
         super().__init__(**kwargs)
@@ -118,9 +112,6 @@ class TicTacToeEnv(TextAECEnv):
     def _mark(agent: str) -> str:
         return MARKS[role_of(agent)]
 
-    def _opponent(self, agent: str) -> str:
-        return next(a for a in self.possible_agents if a != agent)
-
     def _grid(self) -> str:
         cells = [mark if mark != "." else str(i + 1) for i, mark in enumerate(self.board)]
         rows = [" " + " | ".join(cells[r * 3 : r * 3 + 3]) for r in range(3)]
@@ -128,7 +119,7 @@ class TicTacToeEnv(TextAECEnv):
 
     def _prompt(self, agent: str) -> str:
         mark = self._mark(agent)
-        opponent = self._opponent(agent)
+        opponent = self.other(agent)
         lines = [
             f"Tic-tac-toe. You play {mark}, the other player {game.other(mark)}. "
             "Three of your marks in a row, column or diagonal win.",
@@ -178,7 +169,7 @@ class TicTacToeEnv(TextAECEnv):
             return StepOutcome(local=local, feedback=f"You took cell {cell}.")
         won = game.winner(self.board)
         result = 0.0 if won is None else (1.0 if won == mark else -1.0)
-        seats = {agent: {"outcome": result}, self._opponent(agent): {"outcome": -result}}
+        seats = {agent: {"outcome": result}, self.other(agent): {"outcome": -result}}
         ending = "a draw" if won is None else f"{won} wins"
         return StepOutcome(
             local=local,
