@@ -18,7 +18,8 @@ check below on every registered env). Per team variant:
 * ``clone()`` (an independent copy), pickling, determinism of a seeded episode, an unseeded
   reset continuing the seeded stream;
 * truncation after ``max_cycles``; ``reward = alpha * team + local + seat``; both invalid-action
-  modes; non-text actions; hostile and fuzzed action text (never an exception, rewards
+  modes (under ``"penalize"``: state unchanged, or the env's ``_forced_move`` played);
+  non-text actions; hostile and fuzzed action text (never an exception, rewards
   finite, observations inside their space);
 * splits: the env refuses the other split's seeds, and train and test tasks share no
   content (``TextAECEnv.task_fingerprint``);
