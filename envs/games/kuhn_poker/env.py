@@ -29,7 +29,7 @@ Rewards
     ``nash_reward=True`` every move also earns ``local/nash``: the change of the mover's
     expected chips (both cards known, Nash play afterwards, ``game.state_value``) made by
     its move, against the Nash mixture at that point, so the K candidates of an AT-GRPO turn
-    differ in reward mid-hand.
+    differ in reward mid-hand (on in the training preset).
 Invalid actions
     ``local/invalid`` (the penalty). Under ``"penalize"`` a betting turn cannot be skipped
     (the other seat cannot act on a history where this one was to move), so the invalid
@@ -82,7 +82,10 @@ class KuhnPokerEnv(TwoSeatGame):
 
     metadata: ClassVar[dict] = {**TwoSeatGame.metadata, "name": "kuhn_poker_v0"}
     DEFAULT_MAX_CYCLES: ClassVar[int] = 5  # 3 hands; __init__ sizes it to `hands`
-    TRAINING: ClassVar[TrainingPreset] = TrainingPreset(max_new_tokens=8, max_cycles=None, policy="shared")
+    # Self-play; the Nash term gives the K candidates of every AT-GRPO turn different rewards.
+    TRAINING: ClassVar[TrainingPreset] = TrainingPreset(
+        max_new_tokens=8, max_cycles=None, policy="shared", env_kwargs={"nash_reward": True}
+    )
 
     def __init__(self, *, hands: int = 3, nash_reward: bool = False, **kwargs) -> None:
         if isinstance(hands, bool) or not isinstance(hands, int) or not 1 <= hands <= MAX_HANDS:
