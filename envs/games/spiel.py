@@ -28,7 +28,7 @@ Invalid actions
     ``local/invalid``; under ``"penalize"`` an OpenSpiel game has no "skip", so the reply
     plays ``_forced_move`` (the first legal move, or a game's safer choice).
 Success
-    The game reached its end (``MiniHanabiEnv``: without losing every life).
+    The game reached its end (``MiniHanabiEnv``: with a positive score, no bomb).
 
 Versions: v0, this page.
 """
@@ -92,7 +92,7 @@ class SpielEnv(TextAECEnv):
     TRAINING: ClassVar[TrainingPreset] = TrainingPreset(max_new_tokens=16, max_cycles=None, policy="shared")
     APPEND_FEEDBACK: ClassVar[bool] = False
     CLONE_SHARED_ATTRS: ClassVar[tuple[str, ...]] = ("spec", "game")
-    GAME: ClassVar[str] = "leduc_poker"  # the default of spiel-v0: 30 deals to split
+    GAME: ClassVar[str] = "liars_dice"  # the default of spiel-v0: alternating, dice rolls to split
     PARAMS: ClassVar[dict[str, Any]] = {}
     INTRO: ClassVar[str] = ""
 

@@ -28,7 +28,8 @@ Scripted partner
     playable; else hint the partner's playable card (its rank, else its colour); else
     discard the first card; else any hint (it never plays a card blind). No exact oracle.
 Success
-    The game ended without a bomb (all fireworks done or the deck ran out).
+    The game ended with a positive score (at least one card played, no bomb). A team that
+    only hints and discards never bombs but scores 0: not a success.
 
 Versions: v0, this page.
 """
@@ -69,9 +70,17 @@ class MiniHanabiEnv(SpielEnv):
 
     def _act(self, agent: str, text: str) -> StepOutcome:
         outcome = super()._act(agent, text)
-        if outcome.terminated:  # OpenSpiel's Python state has no life-token accessor; its text does
-            outcome.success = "Life tokens: 0" not in str(self.state)
+        if outcome.terminated:
+            outcome.success = self.score() > 0 and not self.bombed()
         return outcome
+
+    def bombed(self) -> bool:
+        """Every life is lost (OpenSpiel's Python state has no life-token accessor; its text does)."""
+        return "Life tokens: 0" in str(self.state)
+
+    def score(self) -> int:
+        """Cards played so far (0 after a bomb)."""
+        return 0 if self.bombed() else int(sum(self.state.returns()) / len(self.possible_agents))
 
     def _forced_move(self, agent: str) -> str | None:
         moves = self._legal_moves(agent)
