@@ -72,6 +72,7 @@ class EveryoneContributesEnv(TextAECEnv):
         max_new_tokens=8, max_cycles=None, policy="shared", env_kwargs={"spne_reward": True}
     )
     APPEND_FEEDBACK: ClassVar[bool] = False
+    CLONE_SHARED_ATTRS: ClassVar[tuple[str, ...]] = ("spec", "rules")  # frozen: clones share it
 
     def __init__(self, *, spne_reward: bool = False, **kwargs) -> None:
         super().__init__(**kwargs)
