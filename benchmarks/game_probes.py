@@ -21,6 +21,8 @@ like every other metric). ``env`` is a test-split env the probe may reset and st
   payoffs over the SPNE's, full contribution) and ``free_rider_gain`` (what the best
   unilateral free-rider gains over full contribution when the others then play the SPNE;
   negative under these rules, a property of the tasks, not of the team).
+* Mini Hanabi (``mini_hanabi_v0``): the episodes replayed likewise: ``hanabi_score`` (the
+  score over the maximum, 6; a bomb counts 0) and ``bomb_rate``.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ from envs.games.everyone_contributes import game as public_goods
 from envs.games.kuhn_poker import game as kuhn
 from trainers.records import Episode
 
-__all__ = ["GAME_PROBES", "kuhn_policy_table", "kuhn_metrics", "public_goods_metrics"]
+__all__ = ["GAME_PROBES", "kuhn_policy_table", "kuhn_metrics", "public_goods_metrics", "hanabi_metrics"]
 
 
 def kuhn_policy_table(
@@ -118,9 +120,30 @@ def public_goods_metrics(
     return metrics
 
 
+def hanabi_metrics(
+    team: Team,
+    env: Any,
+    task_seeds: Sequence[int],
+    sampling: SamplingParams | None,
+    samples: int,
+    episodes: Sequence[Episode] = (),
+) -> dict[str, float]:
+    scores, bombs = [], []
+    for episode in episodes:
+        env.reset(seed=episode.task.seed)
+        for turn in episode.turns:
+            env.step(turn.response)
+        scores.append(env.score() / env.game.max_utility())
+        bombs.append(env.bombed())
+    if not scores:
+        return {}
+    return {"hanabi_score": float(np.mean(scores)), "bomb_rate": float(np.mean(bombs))}
+
+
 Probe = Callable[..., dict[str, float]]
 """``(team, env, task_seeds, sampling, samples, episodes) -> metrics``"""
 GAME_PROBES: dict[str, Probe] = {
     "kuhn_poker_v0": kuhn_metrics,
     "everyone_contributes_v0": public_goods_metrics,
+    "mini_hanabi_v0": hanabi_metrics,
 }

@@ -67,3 +67,21 @@ def test_public_goods_metrics_replay_the_episodes():
         None, env, [], None, 1, evaluate_tasks(team, tasks, sampling=SamplingParams(seed=1)).episodes
     )
     assert 1 / 3 < mixed["contribution_rate"] < 1.0 and mixed["welfare_ratio"] < 1.0
+
+
+@pytest.mark.spiel
+def test_hanabi_metrics_replay_the_episodes():
+    from agents.scripted import HeuristicPolicy
+    from benchmarks.game_probes import hanabi_metrics
+    from trainers.evaluation import evaluate_tasks, test_tasks
+
+    env = envs.make("mini_hanabi", split="test")
+    tasks = test_tasks("mini_hanabi-v0", 12)
+    cautious = evaluate_tasks(Team.shared(env, HeuristicPolicy()), tasks, sampling=SamplingParams()).episodes
+    metrics = hanabi_metrics(None, env, [], None, 1, cautious)
+    assert metrics["bomb_rate"] == 0.0 and 0 < metrics["hanabi_score"] <= 1
+    random = Team.shared(env, RandomPolicy(seed=0))
+    reckless = hanabi_metrics(
+        None, env, [], None, 1, evaluate_tasks(random, tasks, sampling=SamplingParams(seed=2)).episodes
+    )
+    assert reckless["bomb_rate"] > 0.5 and reckless["hanabi_score"] < metrics["hanabi_score"]
