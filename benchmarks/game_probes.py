@@ -27,7 +27,7 @@ like every other metric). ``env`` is a test-split env the probe may reset and st
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -73,6 +73,16 @@ def kuhn_policy_table(
     return table, invalid / sum(replies.values())
 
 
+def _replayed(env: Any, episodes: Sequence[Episode]) -> Iterator[Any]:
+    """``env`` at the end of each episode, replayed from its task seed and recorded replies
+    (envs are deterministic given both), to read the game state the records do not hold."""
+    for episode in episodes:
+        env.reset(seed=episode.task.seed)
+        for turn in episode.turns:
+            env.step(turn.response)
+        yield env
+
+
 def kuhn_metrics(
     team: Team,
     env: Any,
@@ -98,11 +108,8 @@ def public_goods_metrics(
     episodes: Sequence[Episode] = (),
 ) -> dict[str, float]:
     rates, ratios, gains = [], [], []
-    for episode in episodes:
-        env.reset(seed=episode.task.seed)
-        for turn in episode.turns:
-            env.step(turn.response)
-        rules, given = env.rules, env.contributions
+    for ended in _replayed(env, episodes):
+        rules, given = ended.rules, ended.contributions
         full = (rules.endowment,) * rules.players
         gains.append(
             max(
@@ -129,12 +136,9 @@ def hanabi_metrics(
     episodes: Sequence[Episode] = (),
 ) -> dict[str, float]:
     scores, bombs = [], []
-    for episode in episodes:
-        env.reset(seed=episode.task.seed)
-        for turn in episode.turns:
-            env.step(turn.response)
-        scores.append(env.score() / env.game.max_utility())
-        bombs.append(env.bombed())
+    for ended in _replayed(env, episodes):
+        scores.append(ended.score() / ended.game.max_utility())
+        bombs.append(ended.bombed())
     if not scores:
         return {}
     return {"hanabi_score": float(np.mean(scores)), "bomb_rate": float(np.mean(bombs))}
