@@ -128,6 +128,10 @@ class TrainingPreset:
         policy: How the team's roles share trainable weights when ``--policy`` is not given:
             ``"shared"`` (one policy in every role: a game's self-play, where the seats differ
             by prompt only) or ``"per_role"``; None leaves it to the ``--algo`` preset.
+        algo: The algorithm preset (``trainers.config.ALGO_PRESETS``) when ``--algo`` is not
+            given; None: ``at_grpo``. Zero-sum self-play games set ``"spiral"`` (episode-level
+            groups with a per-seat baseline): one-step branch rewards are 0 on almost every
+            game turn, so tree groups would carry no signal there.
     """
 
     max_new_tokens: int = 32
@@ -139,10 +143,13 @@ class TrainingPreset:
     eval_every: int = 5
     eval_tasks: int = 16
     policy: str | None = None
+    algo: str | None = None
 
     def __post_init__(self) -> None:
         if self.policy not in (None, "shared", "per_role"):
             raise ValueError(f"TrainingPreset.policy must be 'shared', 'per_role' or None: {self.policy!r}")
+        if self.algo is not None and (not isinstance(self.algo, str) or not self.algo):
+            raise ValueError(f"TrainingPreset.algo must be an algorithm preset's name or None: {self.algo!r}")
         for name in ("max_new_tokens", "tasks_per_step", "steps", "eval_tasks"):
             value = getattr(self, name)
             if not isinstance(value, int) or value < 1:

@@ -1,5 +1,6 @@
 """``python -m trainers.at_grpo --env sokoban``: train a team with AT-GRPO (or GRPO, GiGPO,
-MATPO via ``--algo``) and leave a run directory behind.
+MATPO, SPIRAL via ``--algo``; an env's preset may pick one: the zero-sum games pick SPIRAL's
+self-play) and leave a run directory behind.
 
 One step = tree or plain rollouts on ``tasks_per_step`` fresh training tasks, advantages
 from the chosen estimator, then ``passes`` x ``mini_batches`` optimiser steps per trained
@@ -421,14 +422,14 @@ def format_summary(summary: Summary) -> str:
 PRINT_CONFIG = "--print-config"
 
 
-def _resolved_fields(given: Mapping[str, Any], algo: str) -> dict[str, Any]:
+def _resolved_fields(given: Mapping[str, Any], algo: str | None) -> dict[str, Any]:
     """Every field's value for a command line that sets ``given`` (presets filled in)."""
     config = given.get("resume") and load_run_config(given["resume"], given)
     config = resolve_config(config or TrainConfig(**{"algo": algo, **given}))
     return {f.name: getattr(config, f.name) for f in dataclasses.fields(config)}
 
 
-def parse_train_args(argv: Sequence[str] | None = None, *, algo: str = "at_grpo") -> dict[str, Any]:
+def parse_train_args(argv: Sequence[str] | None = None, *, algo: str | None = None) -> dict[str, Any]:
     """The ``TrainConfig`` fields a command line sets (``--help`` lists them all, with the
     defaults the env's preset gives for that command line)."""
     from trainers.advantages import ADVANTAGE_ESTIMATORS
@@ -437,10 +438,10 @@ def parse_train_args(argv: Sequence[str] | None = None, *, algo: str = "at_grpo"
     return parse_overrides(
         TrainConfig,
         argv,
-        prog=f"python -m trainers.{algo}",
+        prog=f"python -m trainers.{algo or 'at_grpo'}",
         aliases={"num_generations": ["-K"]},
         description=(__doc__ or "").split("\n\n")[0].replace("``", "")
-        + ("" if algo == "at_grpo" else f"\nThis alias sets --algo {algo}."),
+        + ("" if algo is None else f"\nThis alias sets --algo {algo}."),
         epilog=(
             "Defaults shown are those of this command line: a field left unset takes the env's training\n"
             "preset (its TRAINING, envs.TrainingPreset) or the --algo preset, so --env sudoku --help shows\n"
@@ -459,16 +460,17 @@ def parse_train_args(argv: Sequence[str] | None = None, *, algo: str = "at_grpo"
     )
 
 
-def main(argv: Sequence[str] | None = None, *, algo: str = "at_grpo") -> int:
-    """Command-line entry point; ``algo`` is the preset of ``--algo`` (the aliases set it).
+def main(argv: Sequence[str] | None = None, *, algo: str | None = None) -> int:
+    """Command-line entry point; ``algo`` is the preset of ``--algo`` (the aliases set it; None:
+    the env preset's, else at_grpo).
 
     Returns 0, or 130 when interrupted. A configuration mistake exits with status 2 and one
     line on stderr (``--debug`` or ``TEAMGYM_DEBUG=1``: its traceback instead).
     """
-    return run_command(f"python -m trainers.{algo}", argv, lambda args: _main(args, algo))
+    return run_command(f"python -m trainers.{algo or 'at_grpo'}", argv, lambda args: _main(args, algo))
 
 
-def _main(argv: list[str], algo: str) -> int:
+def _main(argv: list[str], algo: str | None) -> int:
     overrides = parse_train_args(argv, algo=algo)
     if overrides.get("resume"):
         config = load_run_config(overrides["resume"], overrides)

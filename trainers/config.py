@@ -56,6 +56,10 @@ ALGO_PRESETS: dict[str, dict[str, Any]] = {
     # MATPO: K planner-rooted episodes per task, the team's outcome credited to every turn. One
     # model plays planner and worker (the paper's setting); --policy per_role trains one each.
     "matpo": {"rollout": "plain", "estimator": "matpo", "policy": "shared"},
+    # SPIRAL: self-play of zero-sum games. K independent episodes per task, every turn a seat
+    # played credited with that seat's episode return minus a per-(env, seat) moving baseline
+    # (RAE); one model plays every seat. The zero-sum games' presets pick it.
+    "spiral": {"rollout": "plain", "estimator": "rae", "policy": "shared"},
 }
 
 # What each loss preset means for the advantages (``advantage_scale``) and for dynamic sampling
@@ -68,8 +72,8 @@ LOSS_DYNAMIC_SAMPLING: dict[str, bool] = {"grpo": False, "dapo": True, "dr_grpo"
 def env_preset(env_id: str) -> dict[str, Any]:
     """The training preset of an env (``envs.spec(env_id).training``) as ``TrainConfig`` field
     values: ``env_kwargs`` (sizes and the training horizon), ``tasks_per_step``,
-    ``max_new_tokens``, ``temperature``, ``steps``, ``eval_every``, ``eval_tasks`` and
-    ``policy`` (None: the env leaves it to the algo preset)."""
+    ``max_new_tokens``, ``temperature``, ``steps``, ``eval_every``, ``eval_tasks``,
+    ``policy`` (None: the env leaves it to the algo preset) and ``algo`` (None: at_grpo)."""
     import envs
 
     spec = envs.spec(env_id)
@@ -83,6 +87,7 @@ def env_preset(env_id: str) -> dict[str, Any]:
         "eval_every": preset.eval_every,
         "eval_tasks": preset.eval_tasks,
         "policy": preset.policy,
+        "algo": preset.algo,
     }
 
 
@@ -128,8 +133,9 @@ class TrainConfig(BackendConfig):
     """vLLM: how new full weights reach the engine after each update: in memory, or via a safetensors file."""
 
     # --- sampling ---
-    algo: Literal["at_grpo", "grpo", "gigpo", "matpo"] = "at_grpo"
-    """Algorithm preset: sets rollout and estimator (at_grpo: tree + at_grpo, grpo/gigpo/matpo: plain)."""
+    algo: Literal["at_grpo", "grpo", "gigpo", "matpo", "spiral"] | None = None
+    """Algorithm preset: sets rollout and estimator (at_grpo: tree + at_grpo; grpo, gigpo, matpo: plain;
+    spiral: plain + rae, shared) (None: the env preset's (zero-sum games: spiral), else at_grpo)."""
     rollout: Literal["tree", "plain"] | None = None
     """'tree': K candidates per node, best continues; 'plain': K independent episodes (None: algo's)."""
     estimator: str | None = None
@@ -351,11 +357,29 @@ def check_max_cycles(env_kwargs: Mapping[str, Any]) -> None:
         )
 
 
+def effective_algo(config: TrainConfig) -> str:
+    """The algorithm preset a config runs: ``--algo``, else the env preset's, else at_grpo."""
+    if config.algo is not None:
+        return config.algo
+    import envs
+
+    try:
+        preset = envs.spec(config.env).training.algo
+    except (KeyError, ImportError):  # an unknown env is reported by resolve_config, naming the fix
+        preset = None
+    if preset is not None and preset not in ALGO_PRESETS:
+        raise ConfigError(
+            f"env {config.env!r}: its TrainingPreset.algo={preset!r} is not an algorithm preset "
+            f"({', '.join(ALGO_PRESETS)}); fix the env's TRAINING, or pass --algo"
+        )
+    return preset or "at_grpo"
+
+
 def _estimator_spec(config: TrainConfig) -> tuple[str, EstimatorSpec]:
     """The estimator the run will use once the algo preset fills ``estimator``, and its spec."""
     from trainers.advantages import ADVANTAGE_ESTIMATORS
 
-    name = config.estimator or ALGO_PRESETS[config.algo]["estimator"]
+    name = config.estimator or ALGO_PRESETS[effective_algo(config)]["estimator"]
     if name not in ADVANTAGE_ESTIMATORS:
         raise ConfigError(f"estimator={name!r} is unknown; choose one of {', '.join(ADVANTAGE_ESTIMATORS)}")
     return name, ADVANTAGE_ESTIMATORS[name]
@@ -365,7 +389,7 @@ def _check_estimator(config: TrainConfig) -> None:
     """The config against what its estimator declared (``register_estimator``): rollout,
     scale, options, and the role it needs where the env declares its team variants."""
     name, spec = _estimator_spec(config)
-    rollout = config.rollout or ALGO_PRESETS[config.algo]["rollout"]
+    rollout = config.rollout or ALGO_PRESETS[effective_algo(config)]["rollout"]
     if rollout not in spec.rollouts:
         preset = ALGO_PRESETS.get(name, {}).get("rollout") in spec.rollouts
         raise ConfigError(
@@ -469,7 +493,8 @@ def resolve_config(config: TrainConfig) -> TrainConfig:
     ``env_kwargs`` is merged over the preset's)."""
     name = _env_name(config.env)
     env_values = env_preset(name)
-    preset = {**env_values, **ALGO_PRESETS[config.algo]}
+    algo = effective_algo(config)
+    preset = {**env_values, **ALGO_PRESETS[algo], "algo": algo}
     if env_values["policy"] is not None:  # the env knows its structure: a game's seats share one policy
         preset["policy"] = env_values["policy"]
     updates: dict[str, Any] = {
@@ -481,7 +506,7 @@ def resolve_config(config: TrainConfig) -> TrainConfig:
         # picked on the validation slice from the default warm start (README, Results).
         updates["lr"] = (1e-4 if config.init else 5e-4) if config.lora else 1e-5
     if config.advantage_scale is None:  # the loss preset's, where the estimator takes it
-        scales = _estimator_spec(config)[1].scales
+        scales = _estimator_spec(dataclasses.replace(config, algo=algo))[1].scales
         preferred = LOSS_ADVANTAGE_SCALE[config.loss]
         updates["advantage_scale"] = preferred if preferred in scales else scales[0]
     if config.dynamic_sampling is None:

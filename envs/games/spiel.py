@@ -89,7 +89,9 @@ class SpielEnv(TextAECEnv):
     }
     TEAMS: ClassVar[dict[str, tuple[str, ...]]] = {"mas": ("first", "second")}
     DEFAULT_MAX_CYCLES: ClassVar[int] = 50
-    TRAINING: ClassVar[TrainingPreset] = TrainingPreset(max_new_tokens=16, max_cycles=None, policy="shared")
+    TRAINING: ClassVar[TrainingPreset] = TrainingPreset(
+        max_new_tokens=16, max_cycles=None, policy="shared", algo="spiral"
+    )
     APPEND_FEEDBACK: ClassVar[bool] = False
     CLONE_SHARED_ATTRS: ClassVar[tuple[str, ...]] = ("spec", "game")
     GAME: ClassVar[str] = "liars_dice"  # the default of spiel-v0: alternating, dice rolls to split

@@ -182,6 +182,8 @@ def test_training_preset_errors_name_the_field():
         envs.TrainingPreset(max_new_tokens=0)
     with pytest.raises(ValueError, match="may not set 'split'"):
         envs.TrainingPreset(env_kwargs={"split": "test"})
+    with pytest.raises(ValueError, match="TrainingPreset.algo"):
+        envs.TrainingPreset(algo="")
     assert envs.TrainingPreset(env_kwargs={"difficulty": "easy"}).make_kwargs() == {
         "difficulty": "easy",
         "max_cycles": 2,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -167,3 +169,31 @@ def test_a_game_declares_self_play_and_a_flag_still_wins():
     assert resolve_config(TrainConfig(env="tictactoe", policy="per_role")).policy == "per_role"
     assert resolve_config(TrainConfig(env="sokoban")).policy == "per_role"  # the algo's, as before
     assert resolve_config(TrainConfig(env="sokoban", algo="matpo")).policy == "shared"
+
+
+def test_zero_sum_games_default_to_spiral_self_play_and_a_flag_still_wins():
+    for name in ("tictactoe", "kuhn_poker", "negotiation", "mini_hanabi"):
+        config = resolve_config(TrainConfig(env=name))
+        assert (config.algo, config.rollout, config.estimator, config.policy) == (
+            "spiral",
+            "plain",
+            "rae",
+            "shared",
+        ), name
+    # cooperative games with an oracle term keep tree groups; the planning envs keep AT-GRPO
+    for name in ("referential", "everyone_contributes", "sokoban"):
+        assert resolve_config(TrainConfig(env=name)).algo == "at_grpo", name
+    explicit = resolve_config(TrainConfig(env="tictactoe", algo="at_grpo"))
+    assert (explicit.rollout, explicit.estimator) == ("tree", "at_grpo")
+    assert resolve_config(TrainConfig(env="tictactoe", estimator="grpo")).estimator == "grpo"
+
+
+def test_an_env_preset_naming_an_unknown_algo_is_a_config_error(monkeypatch):
+    import envs
+
+    spec = envs.spec("tictactoe")
+    broken = dataclasses.replace(spec.training, algo="alphazero")
+    monkeypatch.setattr(type(spec), "training", property(lambda self: broken))
+    with pytest.raises(ConfigError, match=r"TrainingPreset.algo='alphazero'.*--algo"):
+        TrainConfig(env="tictactoe")
+    assert TrainConfig(env="tictactoe", algo="grpo").algo == "grpo"  # --algo is the way out

@@ -82,9 +82,10 @@ class KuhnPokerEnv(TwoSeatGame):
 
     metadata: ClassVar[dict] = {**TwoSeatGame.metadata, "name": "kuhn_poker_v0"}
     DEFAULT_MAX_CYCLES: ClassVar[int] = 5  # 3 hands; __init__ sizes it to `hands`
-    # Self-play; the Nash term gives the K candidates of every AT-GRPO turn different rewards.
+    # Self-play with SPIRAL's per-seat baseline; the Nash term adds a reward on every betting
+    # turn (and gives the K candidates of an AT-GRPO turn, --algo at_grpo, different rewards).
     TRAINING: ClassVar[TrainingPreset] = TrainingPreset(
-        max_new_tokens=8, max_cycles=None, policy="shared", env_kwargs={"nash_reward": True}
+        max_new_tokens=8, max_cycles=None, policy="shared", algo="spiral", env_kwargs={"nash_reward": True}
     )
 
     def __init__(self, *, hands: int = 3, nash_reward: bool = False, **kwargs) -> None:

@@ -39,7 +39,7 @@ from __future__ import annotations
 import re
 from typing import ClassVar
 
-from envs.core import StepOutcome
+from envs.core import StepOutcome, TrainingPreset
 from envs.games.spiel import SpielEnv
 
 __all__ = ["MiniHanabiEnv"]
@@ -61,6 +61,11 @@ class MiniHanabiEnv(SpielEnv):
         "max_life_tokens": 1,
     }
     DEFAULT_MAX_CYCLES: ClassVar[int] = 20
+    # Cooperative, but with no oracle term to shape tree groups: episode-level groups of the shared
+    # score, with a baseline per seat (the seats' openings differ), as the zero-sum games train.
+    TRAINING: ClassVar[TrainingPreset] = TrainingPreset(
+        max_new_tokens=16, max_cycles=None, policy="shared", algo="spiral"
+    )
     INTRO: ClassVar[str] = (
         "Hanabi, cooperative. Build each colour's firework 1, 2, 3 in order with your partner; "
         "you see your partner's cards, not yours. Playing a card that does not fit is a bomb: the "

@@ -97,7 +97,9 @@ class NegotiationEnv(TwoSeatGame):
 
     metadata: ClassVar[dict] = {**TwoSeatGame.metadata, "name": "negotiation_v0"}
     DEFAULT_MAX_CYCLES: ClassVar[int] = 5  # 10 turns; __init__ sizes it to `turns`
-    TRAINING: ClassVar[TrainingPreset] = TrainingPreset(max_new_tokens=16, max_cycles=None, policy="shared")
+    TRAINING: ClassVar[TrainingPreset] = TrainingPreset(
+        max_new_tokens=16, max_cycles=None, policy="shared", algo="spiral"
+    )
 
     def __init__(self, *, turns: int = 10, reward: str = "relative", **kwargs) -> None:
         if isinstance(turns, bool) or not isinstance(turns, int) or not 2 <= turns <= 30 or turns % 2:

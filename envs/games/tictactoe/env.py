@@ -71,8 +71,11 @@ class TicTacToeEnv(TwoSeatGame):
 
     metadata: ClassVar[dict] = {**TwoSeatGame.metadata, "name": "tictactoe_v0"}
     DEFAULT_MAX_CYCLES: ClassVar[int] = 9
-    # Self-play by default: one policy (adapter) in both seats.
-    TRAINING: ClassVar[TrainingPreset] = TrainingPreset(max_new_tokens=8, max_cycles=5, policy="shared")
+    # Self-play by default: one policy (adapter) in both seats, SPIRAL's episode-level groups with
+    # a per-seat baseline (a tree turn's one-step reward is 0 until the game ends).
+    TRAINING: ClassVar[TrainingPreset] = TrainingPreset(
+        max_new_tokens=8, max_cycles=5, policy="shared", algo="spiral"
+    )
 
     def __init__(self, *, opening_plies: int = 2, minimax_reward: bool = False, **kwargs) -> None:
         super().__init__(**kwargs)
