@@ -224,8 +224,8 @@ def _demonstrations(config: SFTConfig, teams: dict[str, Team]) -> tuple[list[Tur
 def _evaluate(
     config: SFTConfig, teams: dict[str, Team], logger: RunLogger, step: int, val_nll: float
 ) -> dict[str, float]:
-    """Greedy held-out test success of every team variant (the first unprefixed), logged with
-    the validation NLL of the same weights."""
+    """Greedy success of every team variant (the first unprefixed) on ``eval_split`` tasks
+    (held-out test by default), logged with the validation NLL of the same weights."""
     sampling = SamplingParams(temperature=0.0, max_new_tokens=config.max_new_tokens, stop=config.stop)
     metrics: dict[str, float] = {"val_nll": val_nll}
     for i, (variant, team) in enumerate(teams.items()):
@@ -235,6 +235,7 @@ def _evaluate(
             num_tasks=config.eval_tasks,
             sampling=sampling,
             env_kwargs=config.env_setup(variant).make_kwargs,
+            split=config.eval_split,
         )
         prefix = "" if i == 0 else f"{variant}/"
         metrics.update({prefix + k: v for k, v in result.metrics.items()})
@@ -307,7 +308,7 @@ def _run_sft(config: SFTConfig, progress: RunProgress, started: float) -> SFTSum
     atomic_write_text(run_dir / "config.json", json.dumps(config_to_dict(config), indent=2))
 
     def evaluate_at(step: int, val_nll: float) -> dict[str, float]:
-        progress.phase(f"step {step}: evaluating on {config.eval_tasks} held-out tasks")
+        progress.phase(f"step {step}: evaluating on {config.eval_tasks} {config.eval_split} tasks")
         return _evaluate(config, teams, logger, step, val_nll)
 
     with logger:

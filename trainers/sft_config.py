@@ -94,6 +94,9 @@ class SFTConfig:
     """Held-out test success of each team of --teams every N steps, before and after training (0: only)."""
     eval_tasks: int = 64
     """Held-out test tasks per evaluation (one greedy episode each)."""
+    eval_split: Literal["test", "validation"] = "test"
+    """Where evaluations play: held-out 'test' tasks, or the train split's 'validation' slice (never
+    trained on; choose --steps and --lr there, as python -m trainers.at_grpo --eval-split does)."""
     max_new_tokens: int | None = None
     """Longest reply in tokens at evaluation (None: the env preset's)."""
     transcripts: int = 3

@@ -357,6 +357,16 @@ def test_validation_tasks_are_train_seeds_no_trainer_draws():
         evaluate(team, ONE_TOKEN_ID, num_tasks=1, sampling=SamplingParams(), split="train")
 
 
+def test_eval_split_validation_evaluates_on_the_validation_slice(tmp_path):
+    run = train_sft(
+        _one_token_config(tmp_path, steps=1, eval_tasks=2, transcripts=2, eval_split="validation")
+    )
+    transcript = (run.run_dir / "transcripts" / "eval_step_000001.md").read_text()
+    for task in validation_tasks(ONE_TOKEN_ID, 2):
+        assert f"/train/{task.seed} " in transcript
+    assert "/test/" not in transcript
+
+
 def test_training_tasks_skip_the_validation_slice(monkeypatch):
     from trainers import rollout
     from trainers.rollout import training_tasks
