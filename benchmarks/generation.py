@@ -66,9 +66,11 @@ def time_transformers_generate(policy: HFPolicy, prompts: list[str], samples: in
     ids = [policy.prompt_token_ids(p) for p in prompts]
     width = max(map(len, ids))
     pad = policy.tokenizer.pad_token_id
-    input_ids = torch.tensor([[pad] * (width - len(x)) + x for x in ids])
-    mask = torch.tensor([[0] * (width - len(x)) + [1] * len(x) for x in ids])
+    # On the policy's device: a CPU batch beside a CUDA model is an error in generate.
+    input_ids = torch.tensor([[pad] * (width - len(x)) + x for x in ids], device=policy.device)
+    mask = torch.tensor([[0] * (width - len(x)) + [1] * len(x) for x in ids], device=policy.device)
     torch.manual_seed(0)
+    _synchronize(policy)
     start = time.perf_counter()
     with torch.inference_mode():
         out = policy.model.generate(
@@ -83,8 +85,16 @@ def time_transformers_generate(policy: HFPolicy, prompts: list[str], samples: in
             min_new_tokens=max_new_tokens,
             pad_token_id=pad,
         )
+    _synchronize(policy)  # CUDA kernels run asynchronously: time them to the end
     seconds = time.perf_counter() - start
     return (out.shape[1] - width) * out.shape[0], seconds
+
+
+def _synchronize(policy: HFPolicy) -> None:
+    if policy.device.type == "cuda":
+        import torch
+
+        torch.cuda.synchronize(policy.device)
 
 
 @contextlib.contextmanager
@@ -183,14 +193,26 @@ def main(argv: list[str] | None = None) -> list[dict]:
     sampling = SamplingParams(temperature=1.0, max_new_tokens=args.max_new_tokens, seed=0)
     prompts = sokoban_prompts(args.prompts)
     time_policy(policy, prompts[:1], 1, SamplingParams(max_new_tokens=2, seed=0))  # warm-up
+    # On CUDA the first call at each new shape builds cuDNN attention graphs and cuBLAS plans
+    # (the KV length grows every token): measured on an H100, a first run took 2.6-3.4x as
+    # long as a repeat, which favoured whichever row ran later. So each row runs once untimed
+    # first there. The CPU has no such per-shape cost.
+    warm_up = policy.device.type == "cuda"
+
+    def timed(run, *run_args):
+        if warm_up:
+            run(*run_args)
+        return run(*run_args)
 
     rows = []
-    tokens, seconds = time_policy(policy, prompts[:1], 1, sampling)
+    tokens, seconds = timed(time_policy, policy, prompts[:1], 1, sampling)
     rows.append({"setting": "1 x 1", "tokens": tokens, "seconds": seconds})
-    tokens, seconds = time_policy(policy, prompts, args.samples, sampling)
+    tokens, seconds = timed(time_policy, policy, prompts, args.samples, sampling)
     rows.append({"setting": f"{args.prompts} x {args.samples}", "tokens": tokens, "seconds": seconds})
     if not args.no_baseline:
-        tokens, seconds = time_transformers_generate(policy, prompts, args.samples, args.max_new_tokens)
+        tokens, seconds = timed(
+            time_transformers_generate, policy, prompts, args.samples, args.max_new_tokens
+        )
         rows.append(
             {
                 "setting": f"{args.prompts} x {args.samples} transformers generate",

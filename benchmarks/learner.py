@@ -84,7 +84,8 @@ def read_batch(path: Path) -> list:
 
 
 def child(batch_path: str, model: str, shared_prefix: bool) -> dict:
-    """One learner step (in a fresh process); prints its measurements as JSON."""
+    """One learner step (in a fresh process, after a warm-up step on CUDA); prints its
+    measurements as JSON."""
     import torch
 
     import envs
@@ -101,14 +102,29 @@ def child(batch_path: str, model: str, shared_prefix: bool) -> dict:
     result = AdvantageResult(rng.normal(size=len(samples)) + 0.1, np.ones(len(samples)), {})
     config = LearnerConfig(lr=1e-6, shared_prefix=shared_prefix)  # default token budget
     learner = Learner(team, config)
+    cuda = policy.device.type == "cuda"
+    if cuda:
+        # A first step on CUDA also builds cuBLAS plans and cuDNN attention graphs for each new
+        # shape: an untimed step first (its lr=1e-6 update is below bfloat16's resolution).
+        learner.step(samples, result)
+        # The timed step's GPU memory, above the loaded model (host RSS barely moves there).
+        torch.cuda.synchronize(policy.device)
+        torch.cuda.reset_peak_memory_stats(policy.device)
+        gpu_baseline = torch.cuda.memory_allocated(policy.device)
     baseline_kb = _current_rss_kb()
     start = time.perf_counter()
     metrics = learner.step(samples, result)[policy.name]
+    if cuda:
+        torch.cuda.synchronize(policy.device)
     seconds = time.perf_counter() - start
     peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return {
         "seconds": seconds,
+        "device": str(policy.device),
         "peak_extra_mb": max(0, peak_kb - baseline_kb) / 1024,
+        "peak_gpu_extra_mb": (
+            (torch.cuda.max_memory_allocated(policy.device) - gpu_baseline) / 2**20 if cuda else None
+        ),
         "token_forwards": metrics["token_forwards"],
         "prefix_groups": metrics["prefix_groups"],
         "loss": metrics["loss"],
@@ -158,14 +174,18 @@ def main(argv: list[str] | None = None) -> list[dict]:
         rows.append({"setting": label, **run, "tokens_per_s": tokens / run["seconds"]})
     speedup = runs["off"]["seconds"] / runs["on"]["seconds"]
     print(
-        f"Learner step, model={args.model}, envs={args.envs} (easy), {len(samples)} samples "
-        f"in groups of K={k}; mean prompt P={prompt_mean:.0f}, mean response R={response_mean:.1f} tokens\n"
+        f"Learner step, model={args.model}, device={runs['off']['device']}, envs={args.envs} (easy), "
+        f"{len(samples)} samples in groups of K={k}; mean prompt P={prompt_mean:.0f}, "
+        f"mean response R={response_mean:.1f} tokens\n"
     )
+    gpu = runs["off"]["peak_gpu_extra_mb"] is not None
     print_table(
-        ["setting", "seconds", "tokens/s", "token-forwards", "peak extra MB"],
+        ["setting", "seconds", "tokens/s", "token-forwards", "peak extra MB"]
+        + (["peak extra GPU MB"] if gpu else []),
         [
             [r["setting"], f"{r['seconds']:.2f}", f"{r['tokens_per_s']:.0f}"]
             + [f"{r['token_forwards']:.0f}", f"{r['peak_extra_mb']:.0f}"]
+            + ([f"{r['peak_gpu_extra_mb']:.0f}"] if gpu else [])
             for r in rows
         ],
     )

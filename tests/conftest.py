@@ -12,6 +12,11 @@
   runs compared for exact equality then use the same count whatever the machine's load,
   and no test's speed collapses beside other work (README, CPU threads). The test of the
   README's training command lifts the pin to exercise the automatic choice.
+* Tests not marked ``gpu`` run torch on the CPU also where CUDA is available (for their
+  duration ``torch.cuda.is_available()`` says False, so ``HFPolicy`` and the trainers pick
+  the CPU): their tolerances are float32-on-CPU ones, and on CUDA the default dtype is
+  bfloat16. The ``gpu``-marked tests cover CUDA; a training command a test starts as a
+  subprocess still sees the GPU.
 * Tests never depend on how fast the machine is. A test that waits on a subprocess (a
   training command, a CLI, a helper interpreter) waits ``SUBPROCESS_TIMEOUT_S`` before
   calling it hung: an hour by default, since CI kills the whole run at 90 minutes anyway
@@ -24,6 +29,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import sys
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -61,6 +67,24 @@ def pytest_collection_modifyitems(config, items):
     skip = pytest.mark.skip(reason="needs a CUDA GPU (marked gpu)")
     for item in gpu_items:
         item.add_marker(skip)
+
+
+_cuda_available: bool | None = None  # the real answer, asked once
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """Hide CUDA from a test not marked gpu (and its fixtures), where torch is imported."""
+    global _cuda_available
+    torch = sys.modules.get("torch")  # never imported here: env-only runs stay torch-free
+    if torch is not None and _cuda_available is None:
+        _cuda_available = torch.cuda.is_available()
+    if torch is None or not _cuda_available or item.get_closest_marker("gpu"):
+        yield
+        return
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(torch.cuda, "is_available", lambda: False)
+        yield
 
 
 def _skip_spiel_tests_without_spiel(items) -> None:
