@@ -60,7 +60,11 @@ PROBE_TABLES = {
         "public goods: best unilateral free-rider's gain over full contribution (rules; < 0)",
         2,
     ),
+    "steps_to_success": ("ALFWorld: the actor's commands in won episodes", 1),
+    "invalid_command_rate": ("ALFWorld: share of the actor's commands that were not admissible", 3),
 }
+# ALFWorld's success per task type (benchmarks.game_probes), in one table.
+TASK_TYPE_KEYS = ("pick", "look", "clean", "heat", "cool", "pick_two")
 
 
 @dataclass(frozen=True)
@@ -162,6 +166,17 @@ def _metric_text(key: str, digits: int):
     return text
 
 
+def _task_type_text(cell: Cell) -> str:
+    if cell.skipped:
+        return "n/a"
+    mean, se = summarize(cell.per_seed)
+    parts = []
+    for name in TASK_TYPE_KEYS:
+        key = f"success/{name}"
+        parts.append(f"{name} " + (_fmt(mean[key], se.get(key, float("nan")), 2) if key in mean else "-"))
+    return ", ".join(parts)
+
+
 def _returns_text(cell: Cell) -> str:
     if cell.skipped:
         return "n/a"
@@ -231,6 +246,9 @@ def markdown_tables(cells: Sequence[Cell], rows: Sequence[str], columns: Sequenc
         parts += ["", _table(title, rows, columns, by_key, _ladder_text)]
         title = "Elo on the ladder (Bradley-Terry over every pairing, both seats; random = 0)"
         parts += ["", _table(title, rows, columns, by_key, _elo_text)]
+    if any(k.startswith("success/") for cell in cells for m in cell.per_seed for k in m):
+        title = "ALFWorld: success per task type (mean +- s.e. over seeds; - : no task of that type)"
+        parts += ["", _table(title, rows, columns, by_key, _task_type_text)]
     for key, (title, digits) in PROBE_TABLES.items():
         if any(key in m for cell in cells for m in cell.per_seed):
             parts += ["", _table(title, rows, columns, by_key, _metric_text(key, digits))]

@@ -23,6 +23,11 @@ like every other metric). ``env`` is a test-split env the probe may reset and st
   negative under these rules, a property of the tasks, not of the team).
 * Mini Hanabi (``mini_hanabi_v0``): the episodes replayed likewise: ``hanabi_score`` (the
   score over the maximum, 6; a bomb counts 0) and ``bomb_rate``.
+* ALFWorld (``alfworld_v0``; not a game, but its metrics come through the same hook):
+  ``success/<type>`` per task type (pick, look, clean, heat, cool, pick_two; a type no task
+  of the seed drew is absent), ``steps_to_success`` (the actor's commands in won episodes)
+  and ``invalid_command_rate`` (the actor's turns that were no admissible command: "Nothing
+  happens." or no command at all).
 """
 
 from __future__ import annotations
@@ -38,7 +43,14 @@ from envs.games.everyone_contributes import game as public_goods
 from envs.games.kuhn_poker import game as kuhn
 from trainers.records import Episode
 
-__all__ = ["GAME_PROBES", "kuhn_policy_table", "kuhn_metrics", "public_goods_metrics", "hanabi_metrics"]
+__all__ = [
+    "GAME_PROBES",
+    "kuhn_policy_table",
+    "kuhn_metrics",
+    "public_goods_metrics",
+    "hanabi_metrics",
+    "alfworld_metrics",
+]
 
 
 def kuhn_policy_table(
@@ -144,10 +156,47 @@ def hanabi_metrics(
     return {"hanabi_score": float(np.mean(scores)), "bomb_rate": float(np.mean(bombs))}
 
 
+ALFWORLD_TYPE_NAMES = {
+    "pick_and_place_simple": "pick",
+    "look_at_obj_in_light": "look",
+    "pick_clean_then_place_in_recep": "clean",
+    "pick_heat_then_place_in_recep": "heat",
+    "pick_cool_then_place_in_recep": "cool",
+    "pick_two_obj_and_place": "pick_two",
+}
+
+
+def alfworld_metrics(
+    team: Team,
+    env: Any,
+    task_seeds: Sequence[int],
+    sampling: SamplingParams | None,
+    samples: int,
+    episodes: Sequence[Episode] = (),
+) -> dict[str, float]:
+    by_type: dict[str, list[bool]] = {}
+    steps, actor_turns = [], []
+    for episode in episodes:
+        env.reset(seed=episode.task.seed)
+        name = ALFWORLD_TYPE_NAMES[env.problem.spec.goal.task_type]
+        by_type.setdefault(name, []).append(episode.success)
+        commands = [turn for turn in episode.turns if turn.role == "actor"]
+        actor_turns += [turn.invalid for turn in commands]
+        if episode.success:
+            steps.append(len(commands))
+    metrics = {f"success/{name}": float(np.mean(won)) for name, won in by_type.items()}
+    if steps:
+        metrics["steps_to_success"] = float(np.mean(steps))
+    if actor_turns:
+        metrics["invalid_command_rate"] = float(np.mean(actor_turns))
+    return metrics
+
+
 Probe = Callable[..., dict[str, float]]
 """``(team, env, task_seeds, sampling, samples, episodes) -> metrics``"""
 GAME_PROBES: dict[str, Probe] = {
     "kuhn_poker_v0": kuhn_metrics,
     "everyone_contributes_v0": public_goods_metrics,
     "mini_hanabi_v0": hanabi_metrics,
+    "alfworld_v0": alfworld_metrics,
 }

@@ -76,3 +76,5 @@ register("referential-v0", "envs.games.referential.env:ReferentialEnv")
 # OpenSpiel games (optional extra teamgym[spiel]): any two-player game by name, and mini Hanabi.
 register("spiel-v0", "envs.games.spiel:SpielEnv")
 register("mini_hanabi-v0", "envs.games.mini_hanabi.env:MiniHanabiEnv")
+# Household tasks: ALFWorld's six task types on a generated game and a pure-Python engine.
+register("alfworld-v0", "envs.alfworld.env:AlfWorldEnv")

@@ -1,0 +1,310 @@
+"""ALFWorld (``alfworld-v0``): household tasks in text, for one agent or a planner-actor team.
+
+Task
+    One of ALFWorld's six task types (``pick_and_place_simple``, ``look_at_obj_in_light``,
+    ``pick_clean_then_place_in_recep``, ``pick_heat_then_place_in_recep``,
+    ``pick_cool_then_place_in_recep``, ``pick_two_obj_and_place``) in a room of one of
+    ALFRED's 120 floor plans, e.g. "Your task is to: put a hot apple in fridge.". The seed
+    generates the game (``envs.alfworld.generator``): training tasks in 116 floor plans, test
+    tasks in the four that ALFWorld's ``valid_unseen`` holds out (10, 219, 308, 424).
+    Options: ``task_types``, ``distractors`` (other object types, default 12), ``closed``
+    (openable receptacles start closed, default True), ``syntax`` (``"move"``: ``move X to
+    Y``, alfworld 0.4.x; ``"put"``: ``put X in/on Y``, 0.3.x). The horizon is ``max_cycles``
+    (default 50 commands, as in verl-agent).
+Real data
+    ``source="real"`` plays ALFWorld's own games (``envs.alfworld.real``) from
+    ``data_dir`` (default ``$ALFWORLD_DATA``) ``/json_2.1.1/``: the train split plays
+    ``train``, the test split ``real_test_split`` (``"valid_unseen"``, 134 games, what
+    ReAct-style papers report; or ``"valid_seen"``, 140, verl-agent's default); task seed
+    i of a split plays its i-th game (sorted paths, modulo the count). Those games use the
+    ``put`` syntax (json_2.1.1).
+Roles
+    ``single``: ``actor_0`` alone, the ReAct-style agent of the papers: it sees the task,
+    its last ``history`` commands with what they gave, the current observation and the
+    admissible commands, and answers one command. ``mas``: ``planner_0`` then ``actor_0``
+    every cycle. The planner sees the whole record of the episode (every command and
+    observation so far, newest last) and writes a short plan; the actor sees only the plan,
+    the current observation and the admissible commands. So the planner's job is memory
+    and decomposition (where was the apple seen, what is left: heat it, then the fridge),
+    the actor's is grounding (which admissible command does the next step of the plan);
+    neither can do the task alone well with a short context, which is why the split was
+    chosen over a planner that writes a plan once.
+Actions
+    Actor: one command inside ``<answer>...</answer>``, e.g. ``<answer>go to fridge 1</answer>``.
+    It must be admissible (the engine's exact strings); case, extra spaces, a final period
+    and the other syntax's place command (``put X in/on Y`` for ``move X to Y`` and back)
+    are accepted. Planner: a plan inside answer tags, at most ``max_plan_chars`` characters kept.
+Rewards
+    ``team/won``: 1.0 when the goal holds (ALFWorld's 10 x won, scaled to the other envs);
+    the episode then ends. Optional ``local/subgoal`` (``subgoal_reward``, default 0: off):
+    the actor earns it the first time the episode reaches each milestone of the task (a goal
+    object in hand; it heated / cooled / cleaned; the lamp on; each object placed).
+Invalid actions
+    An actor reply with no command, or a command that is not admissible ("Nothing
+    happens.", as in ALFWorld): the turn is spent, nothing changes, ``local/invalid``
+    (``invalid_penalty``; set it to 0 for ALFWorld's plain rules). A planner reply without
+    answer tags is invalid too (the last plan stays); an empty plan in tags is a plan.
+Oracle
+    The expert (``envs.alfworld.expert``): it knows where everything is and re-plans from
+    the current state, so its next command wins from any state; the planner's oracle reply
+    is that plan.
+Success
+    The goal held (``won``).
+
+Versions: v0, this page.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Hashable
+from pathlib import Path
+from typing import ClassVar
+
+from envs.alfworld import expert, real
+from envs.alfworld.engine import NOTHING_HAPPENS, SYNTAXES, TASK_TYPES, World
+from envs.alfworld.generator import Problem, generate
+from envs.core import StepOutcome, TextAECEnv, TrainingPreset, role_of, to_ascii
+from envs.parsing import extract_answer
+from envs.splits import split_range
+
+__all__ = ["AlfWorldEnv", "normalize_command"]
+
+_SPACES = re.compile(r"\s+")
+_PUT = re.compile(r"^put (.+?) (?:in/on|in|on|into|onto) (.+)$")
+_MOVE = re.compile(r"^move (.+?) to (.+)$")
+_TOOL_STATE = {
+    "pick_clean_then_place_in_recep": "clean",
+    "pick_heat_then_place_in_recep": "hot",
+    "pick_cool_then_place_in_recep": "cool",
+}
+
+
+def normalize_command(text: str, syntax: str) -> str:
+    """A reply's command in the engine's spelling: lower case, single spaces, no final period,
+    and the place command in ``syntax``'s form (``move X to Y`` or ``put X in/on Y``)."""
+    command = _SPACES.sub(" ", text.strip().lower()).rstrip(".").strip()
+    put, move = _PUT.match(command), _MOVE.match(command)
+    if syntax == "move" and put:
+        return f"move {put.group(1)} to {put.group(2)}"
+    if syntax == "put" and move:
+        return f"put {move.group(1)} in/on {move.group(2)}"
+    return command
+
+
+class AlfWorldEnv(TextAECEnv):
+    """ALFWorld household tasks on the pure-Python engine (see the module docstring).
+
+    Args:
+        task_types: Task types to draw from (default all six).
+        distractors: Other object types in the room, at most (1-2 instances each).
+        closed: Openable receptacles start closed.
+        syntax: ``"move"`` (0.4.x) or ``"put"`` (0.3.x) commands and texts; None: "move" for
+            generated games, the game's own for real ones.
+        source: ``"generated"`` (seeded games) or ``"real"`` (ALFWorld's json_2.1.1 games).
+        data_dir: The real data's root (None: ``$ALFWORLD_DATA``).
+        real_test_split: The real split the test split plays.
+        history: Past steps (command and observation) in the single actor's prompt.
+        max_plan_chars: Characters of the planner's plan passed to the actor.
+        subgoal_reward: Size of the optional ``local/subgoal`` term (0: off).
+        **kwargs: ``TextAECEnv`` arguments (``team``, ``split``, ``max_cycles``, ...).
+    """
+
+    metadata: ClassVar[dict] = {**TextAECEnv.metadata, "name": "alfworld_v0", "suite": "alfworld"}
+    TEAMS: ClassVar[dict[str, tuple[str, ...]]] = {"single": ("actor",), "mas": ("planner", "actor")}
+    DEFAULT_MAX_CYCLES: ClassVar[int] = 50
+    TRAINING: ClassVar[TrainingPreset] = TrainingPreset(max_new_tokens=24, max_cycles=15, policy="per_role")
+    APPEND_FEEDBACK: ClassVar[bool] = False  # the observation is the feedback; _prompt places it
+    CLONE_SHARED_ATTRS: ClassVar[tuple[str, ...]] = ("spec", "problem", "real_games")
+
+    def __init__(
+        self,
+        *,
+        task_types: tuple[str, ...] | list[str] = TASK_TYPES,
+        distractors: int = 12,
+        closed: bool = True,
+        syntax: str | None = None,
+        source: str = "generated",
+        data_dir: str | None = None,
+        real_test_split: str = "valid_unseen",
+        history: int = 3,
+        max_plan_chars: int = 300,
+        subgoal_reward: float = 0.0,
+        **kwargs,
+    ) -> None:
+        super().__init__(**kwargs)
+        task_types = (task_types,) if isinstance(task_types, str) else tuple(task_types)
+        if not task_types or any(t not in TASK_TYPES for t in task_types):
+            raise ValueError(
+                f"AlfWorldEnv: task_types must be a non-empty subset of {TASK_TYPES}, got {task_types!r}"
+            )
+        if syntax is not None and syntax not in SYNTAXES:
+            raise ValueError(f"AlfWorldEnv: syntax must be None or one of {SYNTAXES}, got {syntax!r}")
+        if source not in ("generated", "real"):
+            raise ValueError(f"AlfWorldEnv: source must be 'generated' or 'real', got {source!r}")
+        if real_test_split not in ("valid_unseen", "valid_seen"):
+            raise ValueError(
+                f"AlfWorldEnv: real_test_split must be 'valid_unseen' or 'valid_seen': {real_test_split!r}"
+            )
+        for name, value, low in (
+            ("distractors", distractors, 0),
+            ("history", history, 0),
+            ("max_plan_chars", max_plan_chars, 1),
+        ):
+            if isinstance(value, bool) or not isinstance(value, int) or value < low:
+                raise ValueError(f"AlfWorldEnv: {name} must be an int >= {low}, got {value!r}")
+        if not subgoal_reward >= 0:
+            raise ValueError(f"AlfWorldEnv: subgoal_reward must be >= 0, got {subgoal_reward!r}")
+        self.task_types = task_types
+        self.distractors = distractors
+        self.closed = bool(closed)
+        self.syntax = syntax
+        self.source = source
+        self.data_dir = data_dir
+        self.real_test_split = real_test_split
+        self.real_games: tuple[Path, ...] | None = None  # listed on first reset (real source)
+        self.history = history
+        self.max_plan_chars = max_plan_chars
+        self.subgoal_reward = float(subgoal_reward)
+
+    # ------------------------------------------------------------------ task
+    def _start_task(self, task_seed: int) -> None:
+        if self.source == "real":
+            self.problem: Problem = self._real_problem(task_seed)
+        else:
+            self.problem = generate(
+                task_seed,
+                split=self.split,
+                task_types=self.task_types,
+                distractors=self.distractors,
+                closed=self.closed,
+                syntax=self.syntax or "move",
+            )
+        self.world = World(self.problem.spec)
+        self.observation = self.world.intro()
+        self.steps: list[tuple[str, str]] = []  # (command as written, what it gave)
+        self.plan = ""
+        self.milestones = (
+            self._milestones()
+        )  # what holds at reset (a cool goal object in the fridge) earns nothing
+
+    def _real_problem(self, task_seed: int) -> Problem:
+        if self.real_games is None:
+            root = real.data_root() if self.data_dir is None else Path(self.data_dir)
+            split = "train" if self.split == "train" else self.real_test_split
+            self.real_games = tuple(real.find_games(root, split, self.task_types))
+            if not self.real_games:
+                raise real.RealDataMissing(
+                    f"no playable ALFWorld games of {self.task_types} in {root} ({split})"
+                )
+        index = (task_seed - split_range(self.split).start) % len(self.real_games)
+        return real.load_game(self.real_games[index], syntax=self.syntax).problem()
+
+    def task_fingerprint(self) -> str:
+        spec = self.problem.spec
+        return f"{self.problem.floor_plan}|{spec.goal}|{spec.items}"
+
+    # ------------------------------------------------------------------ views
+    def _record(self, steps: list[tuple[str, str]]) -> str:
+        return "\n".join(f"> {command}\n{observation}" for command, observation in steps)
+
+    def _prompt(self, agent: str) -> str:
+        task = f"Your task is to: {self.world.spec.goal_text}."
+        if role_of(agent) == "planner":
+            lines = [
+                "You plan for a household robot (ALFWorld). " + task,
+                "What happened so far:",
+                self.world.intro().split("\n\n")[1],
+                self._record(self.steps) or "(nothing yet)",
+                "Write a short plan of the next steps (where to go, what to take, open, heat, cool, "
+                "clean or use, where to put it) inside <answer>...</answer>.",
+            ]
+            return "\n".join(lines)
+        lines = ["You are a household robot (ALFWorld). " + task]
+        if self.team == "mas":
+            lines.append(f"Your planner's plan: {self.plan or '(none)'}")
+        elif self.steps and self.history:
+            lines += [
+                f"Your last {min(self.history, len(self.steps))} steps:",
+                self._record(self.steps[-self.history :]),
+            ]
+        lines += [
+            f"Now: {self.observation}",
+            "Admissible commands: " + ", ".join(self.world.admissible()),
+            "Answer with exactly one admissible command, e.g. <answer>go to cabinet 1</answer>.",
+        ]
+        return "\n".join(lines)
+
+    def _legal_moves(self, agent: str) -> list[str]:
+        return self.world.admissible() if role_of(agent) == "actor" else []
+
+    def _state_key(self) -> Hashable:
+        # The world's state: where the agent is, what it holds, every object's place and
+        # states. What was seen on the way is history, not state (as GiGPO's anchors).
+        return self.world.state_key()
+
+    def _render_text(self) -> str:
+        world = self.world
+        where = next((r.name for r in world.here()), "the middle of the room")
+        rows = [f"task: {world.spec.goal_text} (floor plan {self.problem.floor_plan})"]
+        rows.append(f"at {where}, holding {world.holding or 'nothing'}, won {world.won}")
+        for receptacle in world.spec.receptacles:
+            contents = world.contents(receptacle.name)
+            state = (
+                ""
+                if not receptacle.openable
+                else (" (open)" if receptacle.name in world.opened else " (closed)")
+            )
+            if contents or receptacle.openable:
+                rows.append(f"  {receptacle.name}{state}: {', '.join(contents) or '-'}")
+        return "\n".join(rows)
+
+    # ------------------------------------------------------------------ acting
+    def _act(self, agent: str, text: str) -> StepOutcome:
+        answer = extract_answer(text)
+        if role_of(agent) == "planner":
+            if answer is None:  # the plan stays as it was
+                return StepOutcome(invalid=True, feedback="Write your plan inside <answer>...</answer>.")
+            self.plan = to_ascii(" ".join(answer.split()))[: self.max_plan_chars]
+            return StepOutcome(feedback="Plan passed on.")
+        if not answer:
+            feedback = "Write one admissible command inside <answer>...</answer>."
+            self.steps.append(("(no command)", feedback))
+            return StepOutcome(invalid=True, feedback=feedback)
+        command = normalize_command(answer[:200], self.world.spec.syntax)
+        result = self.world.step(command)
+        self.observation = result
+        self.steps.append((to_ascii(command, max_chars=200), result))
+        if result == NOTHING_HAPPENS:
+            return StepOutcome(invalid=True, feedback=result)
+        won = self.world.won
+        local = {}
+        if self.subgoal_reward and (new := self._milestones() - self.milestones):
+            self.milestones |= new
+            local["subgoal"] = self.subgoal_reward * len(new)
+        return StepOutcome(
+            team={"won": float(won)}, local=local, terminated=won, success=won, feedback=result
+        )
+
+    def _milestones(self) -> set[str]:
+        """The task's milestones reached now: a goal object held, the tool applied to it, the
+        lamp on, each goal object placed."""
+        world, goal = self.world, self.world.spec.goal
+        reached = set()
+        if world.holding and world.item[world.holding].type == goal.obj:
+            reached.add("holding")
+        state = _TOOL_STATE.get(goal.task_type)
+        if state and any(world.item[o].type == goal.obj for o in getattr(world, state)):
+            reached.add(state)
+        if any(world.item[o].type == goal.toggle for o in world.toggled):
+            reached.add("lamp")
+        placed = sum(world.placed(i.name) for i in world.spec.items)
+        reached |= {f"placed {k + 1}" for k in range(placed)}
+        return reached
+
+    # ------------------------------------------------------------------ oracle
+    def oracle_response(self, agent: str) -> str:
+        """The expert's next command (actor), or its whole plan from here (planner)."""
+        if role_of(agent) == "planner":
+            return f"<answer>{'; '.join(expert.plan(self.world))}</answer>"
+        return f"<answer>{expert.next_command(self.world)}</answer>"
