@@ -38,7 +38,14 @@ from benchmarks.tables import print_table
 
 GYM_SOKOBAN = "gym-sokoban==0.0.6"
 BUILTIN = ("sokoban-v0", "plan_path-v0", "sudoku-v0")
-GAMES = ("tictactoe-v0", "kuhn_poker-v0", "negotiation-v0", "everyone_contributes-v0", "referential-v0")
+GAMES = (
+    "tictactoe-v0",
+    "kuhn_poker-v0",
+    "negotiation-v0",
+    "everyone_contributes-v0",
+    "referential-v0",
+    "alfworld-v0",
+)
 
 
 def cache_dir() -> Path:
@@ -266,6 +273,73 @@ def compare_sokoban_generators(room_utils: ModuleType, levels: int) -> list[dict
     return rows
 
 
+def _time_step(world, command: str) -> float:
+    """Seconds of one command and what an agent reads after it (admissible list, ``won``)."""
+    started = time.perf_counter()
+    world.step(command)
+    world.admissible()
+    _ = world.won
+    return time.perf_counter() - started
+
+
+def _time_reset(make, spec) -> float:
+    """Seconds to build a game from its spec and read the first observation and commands."""
+    started = time.perf_counter()
+    world = make(spec)
+    world.intro()
+    world.admissible()
+    elapsed = time.perf_counter() - started
+    if hasattr(world, "close"):
+        world.close()
+    return elapsed
+
+
+def measure_alfworld_engines(games_per_type: int, random_steps: int) -> dict[str, list[float]]:
+    """Reset and step seconds of our engine and, when the alfworld extra is installed, the real
+    one (textworld's PddlEnv via ``envs.alfworld.pddl.PddlWorld``) on the same generated games
+    and commands (the walkthrough, then random admissible ones)."""
+    from envs.alfworld.engine import TASK_TYPES, World
+    from envs.alfworld.generator import generate
+    from envs.alfworld.pddl import PddlWorld, pddl_available
+
+    engines = {"ours": World, **({"real": PddlWorld} if pddl_available() else {})}
+    times: dict[str, list[float]] = {f"{name} {what}": [] for name in engines for what in ("reset", "step")}
+    rng = random.Random(0)
+    for task_type in TASK_TYPES:
+        for seed in range(games_per_type):
+            problem = generate(seed, task_types=(task_type,))
+            commands, probe = list(problem.walkthrough), World(problem.spec)
+            for command in problem.walkthrough:
+                probe.step(command)
+            for _ in range(random_steps):
+                commands.append(rng.choice(probe.admissible()))
+                probe.step(commands[-1])
+            for name, make in engines.items():
+                times[f"{name} reset"].append(_time_reset(make, problem.spec))
+                world = make(problem.spec)
+                times[f"{name} step"] += [_time_step(world, command) for command in commands]
+                if hasattr(world, "close"):
+                    world.close()
+    return times
+
+
+def print_alfworld_table(args: argparse.Namespace) -> None:
+    """ALFWorld: our pure-Python engine next to the real one, measured in the same run."""
+    from envs.alfworld.pddl import EXTRA_HINT, pddl_available
+
+    times = measure_alfworld_engines(1 if args.quick else 3, 5 if args.quick else 20)
+    rows = []
+    for what in ("reset", "step"):
+        ours, real = np.median(times[f"ours {what}"]), times.get(f"real {what}", [])
+        theirs = np.median(real) if real else float("nan")
+        ratio = f"{theirs / ours:,.0f}x" if real else "n/a"
+        rows.append([what, f"{ours * 1e3:.3f}", f"{theirs * 1e3:.1f}" if real else "n/a", ratio])
+    print("\nALFWorld engines (median ms over generated games of all six types; same games and commands)\n")
+    print_table(["", "ours ms", "PddlEnv ms", "speed-up"], rows)
+    if not pddl_available():
+        print(f"The real engine is not installed: {EXTRA_HINT}.")
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="tiny counts: a smoke run")
@@ -300,9 +374,10 @@ def main(argv: list[str] | None = None) -> None:
         rate, _ = measure_steps(env_id, None, args.seconds)
         clone = measure_clone(env_id, None, repeats=20 if args.quick else 200)
         rows.append([env_id, f"{rate:.0f}", f"{clone * 1e6:.1f}"])
-    print("\nGames (random legal moves; the speaker sends '?')\n")
+    print("\nGames and ALFWorld (random legal moves; the speaker sends '?')\n")
     print_table(["env", "steps/s", "clone us"], rows)
     print_openspiel_table(args)
+    print_alfworld_table(args)
 
     if args.no_gym_sokoban:
         return
