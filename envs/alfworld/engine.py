@@ -22,9 +22,12 @@ through ``PddlEnv``; ``envs/alfworld/data/grammar_notes.md``):
 * ``won`` is re-checked after every step (taking the object back un-wins);
 * an inadmissible command gets "Nothing happens." and changes nothing.
 
-What it leaves out: the stale "Next to it, you see ..." of a receptacle's former content at
-a shared location (a negated-fact artefact of the real engine), and the receptacle-object
-actions that the domain comments out.
+An object may lie in several receptacles at once (real games: a pan across two burners, a
+lamp on a desk and its shelf): it is listed in each, and ``take`` removes it from that one
+only, as the real engine's ``inReceptacle`` facts behave. What this engine leaves out: the
+stale "Next to it, you see ..." of a receptacle's former content at a shared location (a
+negated-fact artefact of the real engine), and the receptacle-object actions that the
+domain comments out.
 
 Two command syntaxes exist (``SYNTAXES``): ``"move"`` (alfworld 0.4.x and the json_2.1.2+
 data: ``move X to Y``, "You arrive at cabinet 1.", a ``help`` command) and ``"put"`` (0.3.x
@@ -96,7 +99,8 @@ class Receptacle:
 @dataclass(frozen=True)
 class Item:
     """A object instance at the start of a game: display ``name``, ``type``, the receptacle
-    it lies in (None: not in any, e.g. a floor lamp) and its capabilities and states."""
+    it lies in (None: not in any, e.g. a floor lamp; ``also_in``: the others it lies in too)
+    and its capabilities and states."""
 
     name: str
     type: str
@@ -111,6 +115,12 @@ class Item:
     hot: bool = False
     cool: bool = False
     clean: bool = False
+    also_in: tuple[str, ...] = ()
+
+    @property
+    def receptacles(self) -> tuple[str, ...]:
+        """Every receptacle it lies in at the start."""
+        return ((self.receptacle,) if self.receptacle is not None else ()) + self.also_in
 
 
 @dataclass(frozen=True)
@@ -159,7 +169,7 @@ class GameSpec:
         if len(set(names)) != len(names):
             raise ValueError("GameSpec: entity names must be unique")
         known = {r.name for r in self.receptacles}
-        stray = [i.name for i in self.items if i.receptacle is not None and i.receptacle not in known]
+        stray = [i.name for i in self.items if any(r not in known for r in i.receptacles)]
         if stray:
             raise ValueError(f"GameSpec: items in unknown receptacles: {stray}")
 
@@ -181,10 +191,12 @@ class World:
         self.spec = spec
         self.receptacle = {r.name: r for r in spec.receptacles}
         self.item = {i.name: i for i in spec.items}
+        self._order = {r.name: k for k, r in enumerate(spec.receptacles)}
         # --- mutable state
         self.location = spec.start_location
         self.holding: str | None = None
-        self.place: dict[str, str | None] = {i.name: i.receptacle for i in spec.items}
+        # object -> the receptacles it lies in (usually one; none while held), in listing order
+        self.place: dict[str, tuple[str, ...]] = {i.name: self._listed(i.receptacles) for i in spec.items}
         self.opened: set[str] = set()
         self.hot = {i.name for i in spec.items if i.hot}
         self.cool = {i.name for i in spec.items if i.cool}
@@ -193,6 +205,9 @@ class World:
         self.toggled: set[str] = set()
 
     # ------------------------------------------------------------------ views
+    def _listed(self, receptacles) -> tuple[str, ...]:
+        return tuple(sorted(set(receptacles), key=self._order.__getitem__))
+
     def clone(self) -> World:
         twin = copy.copy(self)
         for name in ("place", "opened", "hot", "cool", "clean", "sliced", "toggled"):
@@ -221,7 +236,7 @@ class World:
         return [r for r in self.spec.receptacles if r.location == self.location]
 
     def contents(self, receptacle: str) -> list[str]:
-        return [i.name for i in self.spec.items if self.place[i.name] == receptacle]
+        return [i.name for i in self.spec.items if receptacle in self.place[i.name]]
 
     def accessible(self, receptacle: Receptacle) -> bool:
         return not receptacle.openable or receptacle.name in self.opened
@@ -271,8 +286,8 @@ class World:
         )
 
     def at_location(self, item_name: str) -> bool:
-        receptacle = self.place[item_name]
-        return receptacle is not None and self.receptacle[receptacle].location == self.location
+        """The object lies in a receptacle where the agent stands."""
+        return any(self.receptacle[r].location == self.location for r in self.place[item_name])
 
     def actions(self) -> dict[str, tuple]:
         """Every admissible command -> the action it performs, as ``(verb, *arguments)``."""
@@ -356,12 +371,12 @@ class World:
         return f"You close the {name}."
 
     def _do_take(self, obj: str, receptacle: str) -> str:
-        self.place[obj] = None
+        self.place[obj] = tuple(r for r in self.place[obj] if r != receptacle)
         self.holding = obj
         return f"You pick up the {obj} from the {receptacle}."
 
     def _do_put(self, obj: str, receptacle: str) -> str:
-        self.place[obj] = receptacle
+        self.place[obj] = self._listed((*self.place[obj], receptacle))
         self.holding = None
         if self.spec.syntax == "move":
             return f"You move the {obj} to the {receptacle}."
@@ -393,10 +408,9 @@ class World:
     def placed(self, name: str) -> bool:
         """``name`` lies in a receptacle of the goal's parent type, in the state the task asks."""
         goal = self.spec.goal
-        receptacle = self.place[name]
-        if self.item[name].type != goal.obj or receptacle is None:
+        if self.item[name].type != goal.obj:
             return False
-        if self.receptacle[receptacle].type != goal.recep:
+        if not any(self.receptacle[r].type == goal.recep for r in self.place[name]):
             return False
         state = {
             "pick_clean_then_place_in_recep": self.clean,

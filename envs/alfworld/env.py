@@ -11,6 +11,12 @@ Task
     (openable receptacles start closed, default True), ``syntax`` (``"move"``: ``move X to
     Y``, alfworld 0.4.x; ``"put"``: ``put X in/on Y``, 0.3.x). The horizon is ``max_cycles``
     (default 50 commands, as in verl-agent).
+Engines
+    ``engine="python"`` (default): ``envs.alfworld.engine``, microseconds a step.
+    ``engine="pddl"``: the real one, textworld's ``PddlEnv`` with alfworld's Demangler
+    (``envs.alfworld.pddl``; ``pip install 'teamgym[alfworld]'``), ~0.7 s a reset and ~30 ms a
+    step, and each game keeps ~1-2 MB of Fast Downward's library mapped: for checking
+    fidelity and evaluating, not for training. Both read the same (the differential test).
 Real data
     ``source="real"`` plays ALFWorld's own games (``envs.alfworld.real``) from
     ``data_dir`` (default ``$ALFWORLD_DATA``) ``/json_2.1.1/``: the train split plays
@@ -61,7 +67,7 @@ from collections.abc import Hashable
 from pathlib import Path
 from typing import ClassVar
 
-from envs.alfworld import expert, real
+from envs.alfworld import expert, pddl, real
 from envs.alfworld.engine import NOTHING_HAPPENS, SYNTAXES, TASK_TYPES, World
 from envs.alfworld.generator import Problem, generate
 from envs.core import StepOutcome, TextAECEnv, TrainingPreset, role_of, to_ascii
@@ -102,6 +108,7 @@ class AlfWorldEnv(TextAECEnv):
         syntax: ``"move"`` (0.4.x) or ``"put"`` (0.3.x) commands and texts; None: "move" for
             generated games, the game's own for real ones.
         source: ``"generated"`` (seeded games) or ``"real"`` (ALFWorld's json_2.1.1 games).
+        engine: ``"python"`` (``engine.World``) or ``"pddl"`` (the real engine, an extra).
         data_dir: The real data's root (None: ``$ALFWORLD_DATA``).
         real_test_split: The real split the test split plays.
         history: Past steps (command and observation) in the single actor's prompt.
@@ -117,6 +124,11 @@ class AlfWorldEnv(TextAECEnv):
     APPEND_FEEDBACK: ClassVar[bool] = False  # the observation is the feedback; _prompt places it
     CLONE_SHARED_ATTRS: ClassVar[tuple[str, ...]] = ("spec", "problem", "real_games")
 
+    def close(self) -> None:
+        if getattr(self, "real_engine", None) is not None:
+            self.real_engine.close()
+            self.real_engine = None
+
     def __init__(
         self,
         *,
@@ -125,6 +137,7 @@ class AlfWorldEnv(TextAECEnv):
         closed: bool = True,
         syntax: str | None = None,
         source: str = "generated",
+        engine: str = "python",
         data_dir: str | None = None,
         real_test_split: str = "valid_unseen",
         history: int = 3,
@@ -142,6 +155,10 @@ class AlfWorldEnv(TextAECEnv):
             raise ValueError(f"AlfWorldEnv: syntax must be None or one of {SYNTAXES}, got {syntax!r}")
         if source not in ("generated", "real"):
             raise ValueError(f"AlfWorldEnv: source must be 'generated' or 'real', got {source!r}")
+        if engine not in ("python", "pddl"):
+            raise ValueError(f"AlfWorldEnv: engine must be 'python' or 'pddl', got {engine!r}")
+        if engine == "pddl":
+            pddl.require()  # the extra's ImportError now, not at the first reset
         if real_test_split not in ("valid_unseen", "valid_seen"):
             raise ValueError(
                 f"AlfWorldEnv: real_test_split must be 'valid_unseen' or 'valid_seen': {real_test_split!r}"
@@ -160,9 +177,11 @@ class AlfWorldEnv(TextAECEnv):
         self.closed = bool(closed)
         self.syntax = syntax
         self.source = source
+        self.engine = engine
         self.data_dir = data_dir
         self.real_test_split = real_test_split
         self.real_games: tuple[Path, ...] | None = None  # listed on first reset (real source)
+        self.real_engine: pddl.PddlWorld | None = None
         self.history = history
         self.max_plan_chars = max_plan_chars
         self.subgoal_reward = float(subgoal_reward)
@@ -180,8 +199,13 @@ class AlfWorldEnv(TextAECEnv):
                 closed=self.closed,
                 syntax=self.syntax or "move",
             )
-        self.world = World(self.problem.spec)
-        self.observation = self.world.intro()
+        self.world = World(self.problem.spec)  # the state the oracle, milestones and render read
+        if getattr(self, "real_engine", None) is not None:
+            self.real_engine.close()  # the last game's
+        # engine="pddl": the real engine plays too and says what the agent reads (the same
+        # texts and commands, by the differential test; the python world stays in step)
+        self.real_engine = pddl.PddlWorld(self.problem.spec) if self.engine == "pddl" else None
+        self.observation = self._engine().intro()
         self.steps: list[tuple[str, str]] = []  # (command as written, what it gave)
         self.plan = ""
         self.milestones = (
@@ -199,6 +223,10 @@ class AlfWorldEnv(TextAECEnv):
                 )
         index = (task_seed - split_range(self.split).start) % len(self.real_games)
         return real.load_game(self.real_games[index], syntax=self.syntax).problem()
+
+    def _engine(self):
+        """The engine whose texts, commands and ``won`` the agent gets."""
+        return self.real_engine if self.real_engine is not None else self.world
 
     def task_fingerprint(self) -> str:
         spec = self.problem.spec
@@ -230,13 +258,13 @@ class AlfWorldEnv(TextAECEnv):
             ]
         lines += [
             f"Now: {self.observation}",
-            "Admissible commands: " + ", ".join(self.world.admissible()),
+            "Admissible commands: " + ", ".join(self._engine().admissible()),
             "Answer with exactly one admissible command, e.g. <answer>go to cabinet 1</answer>.",
         ]
         return "\n".join(lines)
 
     def _legal_moves(self, agent: str) -> list[str]:
-        return self.world.admissible() if role_of(agent) == "actor" else []
+        return self._engine().admissible() if role_of(agent) == "actor" else []
 
     def _state_key(self) -> Hashable:
         # The world's state: where the agent is, what it holds, every object's place and
@@ -273,11 +301,13 @@ class AlfWorldEnv(TextAECEnv):
             return StepOutcome(invalid=True, feedback=feedback)
         command = normalize_command(answer[:200], self.world.spec.syntax)
         result = self.world.step(command)
+        if self.real_engine is not None:
+            result = self.real_engine.step(command)
         self.observation = result
         self.steps.append((to_ascii(command, max_chars=200), result))
         if result == NOTHING_HAPPENS:
             return StepOutcome(invalid=True, feedback=result)
-        won = self.world.won
+        won = self._engine().won
         local = {}
         if self.subgoal_reward and (new := self._milestones() - self.milestones):
             self.milestones |= new

@@ -50,6 +50,12 @@ def _first_of_type(world: World, receptacle_type: str) -> str | None:
     return matches[0].name if matches else None
 
 
+def _host(world: World, obj: str) -> str:
+    """A receptacle ``obj`` lies in: one where the agent stands, else the first listed."""
+    hosts = world.place[obj]
+    return next((r for r in hosts if world.receptacle[r].location == world.location), hosts[0])
+
+
 def _put_down(world: World, obj: str) -> str:
     """Put ``obj`` where it fits, here if possible (the agent needs its hands free)."""
     item_type = world.item[obj].type
@@ -70,10 +76,10 @@ def next_command(world: World) -> str:
             lamps = [i.name for i in world.spec.items if i.type == goal.toggle and world.place[i.name]]
             if not lamps:
                 raise Unsolvable(f"no {goal.toggle} stands in a receptacle")
-            host = world.place[lamps[0]]
-            if world.receptacle[host].location != world.location:
-                return f"go to {host}"
-            return f"use {lamps[0]}"
+            lamp = next((name for name in lamps if world.at_location(name)), lamps[0])
+            if not world.at_location(lamp):
+                return f"go to {_host(world, lamp)}"
+            return f"use {lamp}"
     elif wanted:
         tool = _STATE_TOOLS.get(goal.task_type)
         if tool is not None and held not in getattr(world, tool[2]):
@@ -104,7 +110,7 @@ def next_command(world: World) -> str:
         raise Unsolvable(f"no {goal.obj} left to fetch")
     candidates.sort(key=lambda name: not world.at_location(name))
     obj = candidates[0]
-    host = world.place[obj]
+    host = _host(world, obj)
     return _reach(world, host) or f"take {obj} from {host}"
 
 

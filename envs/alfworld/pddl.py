@@ -50,7 +50,8 @@ def pddl_available() -> bool:
     return all(importlib.util.find_spec(name) is not None for name in _REQUIRED)
 
 
-def _require() -> None:
+def require() -> None:
+    """Raise an ImportError naming the extra when the real engine is not installed."""
     missing = [name for name in _REQUIRED if importlib.util.find_spec(name) is None]
     if missing:
         raise ImportError(
@@ -62,7 +63,7 @@ def _require() -> None:
 def _data_file(name: str) -> str:
     """A file of alfworld's ``data`` folder (the domain, the grammar), read without importing
     alfworld (whose import creates ~/.cache/alfworld)."""
-    _require()
+    require()
     spec = importlib.util.find_spec("alfworld")
     roots = list(spec.submodule_search_locations or [])
     for root in roots:
@@ -228,7 +229,7 @@ def _problem(spec: GameSpec, layout: _Layout) -> str:
             if getattr(i, state):
                 lines.append(f"({predicate} {obj[i.name]})")
     where = {r.name: r.location for r in spec.receptacles}
-    lines += [f"(inReceptacle {obj[i.name]} {rec[i.receptacle]})" for i in spec.items if i.receptacle]
+    lines += [f"(inReceptacle {obj[i.name]} {rec[r]})" for i in spec.items for r in i.receptacles]
     lines += [f"(receptacleAtLocation {rec[r.name]} {loc[r.location]})" for r in spec.receptacles]
     lines += [
         f"(objectAtLocation {obj[i.name]} {loc[where[i.receptacle]]})" for i in spec.items if i.receptacle
@@ -260,7 +261,7 @@ def to_pddl(spec: GameSpec) -> dict:
 def _import_engine():
     """textworld's PddlEnv and alfworld's AlfredDemangler. Importing alfworld sets
     $ALFWORLD_DATA (and creates ~/.cache/alfworld); the variable is put back as it was."""
-    _require()
+    require()
     saved = os.environ.get("ALFWORLD_DATA")
     try:
         import textworld
@@ -333,13 +334,19 @@ class PddlWorld:
             twin.step(command)
         return twin
 
+    def __deepcopy__(self, memo: dict) -> PddlWorld:  # env.clone() deep-copies its world
+        return self.clone()
+
     def state_key(self) -> Hashable:
         """``World.state_key()`` read off the PDDL facts."""
         facts: dict[str, list[tuple[str, ...]]] = {}
         for fact in self._state["_facts"]:
             facts.setdefault(fact.name, []).append(tuple(v.name for v in fact.arguments))
         name = self._name
-        place = {name[o]: name[r] for o, r in facts.get("inreceptacle", [])}
+        order = {r.name: k for k, r in enumerate(self.spec.receptacles)}
+        place: dict[str, list[str]] = {}
+        for o, r in facts.get("inreceptacle", []):
+            place.setdefault(name[o], []).append(name[r])
         held = [name[o] for _, o in facts.get("holds", [])]
         (where,) = [self._location[loc] for _, loc in facts.get("atlocation", [])]
 
@@ -349,7 +356,7 @@ class PddlWorld:
         return (
             where,
             held[0] if held else None,
-            tuple(place.get(i.name) for i in self.spec.items),
+            tuple(tuple(sorted(place.get(i.name, ()), key=order.__getitem__)) for i in self.spec.items),
             named("opened"),
             named("ishot"),
             named("iscool"),

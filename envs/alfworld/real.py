@@ -30,10 +30,8 @@ How the problem file becomes a spec (ids are lower-cased first, as Fast Downward
   ``Sliced`` tasks that are filtered out;
 * an object ``inReceptacle`` several receptacles (a pan across two stove burners, a mug
   in a coffee machine on a countertop, a desk lamp on a shelf of a desk; 302 objects in
-  152 of the 274 valid games) is put in the first of them in sorted-id order. The real
-  engine lists it in each (and a ``take`` removes only that one fact), which
-  ``engine.World`` cannot represent: there the other receptacles show it missing, and a
-  lamp can be used only at the first one's location;
+  152 of the 274 valid games) lies in all of them (``Item.also_in``), as in the real
+  engine: it is listed in each, and a ``take`` removes it from that one only;
 * display names follow alfworld's ``Demangler``: over every id that appears in an
   ``(:init`` fact, sorted as strings, the name is the prefix before the first ``_bar_``
   (plus "basin" if the id contains "basin"), and within a name the first sorted id gets
@@ -374,6 +372,7 @@ def spec_from_pddl(
                 name=names[o],
                 type=otype[o],
                 receptacle=names[hosts[0]],
+                also_in=tuple(names[h] for h in hosts[1:]),
                 pickupable=has("pickupable", o),
                 toggleable=has("toggleable", o),
                 heatable=has("heatable", o),

@@ -22,6 +22,7 @@ from envs.alfworld.engine import (
 )
 from envs.alfworld.env import normalize_command
 from envs.alfworld.generator import UNSEEN_FLOOR_PLANS, floor_plans, generate, tables
+from envs.alfworld.pddl import pddl_available
 from envs.splits import split_seeds
 from tests.envs.conftest import play_oracle
 
@@ -226,7 +227,7 @@ def test_a_clone_is_independent():
     twin = world.clone()
     twin.step("go to countertop 1")
     twin.step("take apple 1 from countertop 1")
-    assert world.holding is None and world.place["apple 1"] == "countertop 1"
+    assert world.holding is None and world.place["apple 1"] == ("countertop 1",)
     assert world.state_key() != twin.state_key()
     assert world.state_key() == World(_kitchen()).state_key()
 
@@ -314,3 +315,9 @@ def test_the_real_source_plays_alfworlds_own_games(tmp_path):
     missing = envs.make("alfworld", split="test", source="real", data_dir=str(tmp_path))
     with pytest.raises(FileNotFoundError, match="ALFWORLD_DATA"):
         missing.reset(seed=split_seeds("test", 1)[0])
+
+
+@pytest.mark.skipif(pddl_available(), reason="the real engine is installed here")
+def test_the_pddl_engine_without_its_extra_is_an_import_error_naming_it():
+    with pytest.raises(ImportError, match=r"teamgym\[alfworld\]"):
+        envs.make("alfworld", engine="pddl")

@@ -222,3 +222,29 @@ def test_without_the_real_engine_the_error_names_the_extra(monkeypatch):
         PddlWorld(spec)
     with pytest.raises(ImportError, match=r"teamgym\[alfworld\]"):
         to_pddl(spec)
+
+
+@needs_engine
+@pytest.mark.slow
+@pytest.mark.parametrize("team", ("single", "mas"))
+def test_the_env_on_the_real_engine_prompts_and_plays_as_on_ours(team):
+    import envs
+
+    for seed in (0, 1):
+        ours, real = envs.make("alfworld", team=team), envs.make("alfworld", team=team, engine="pddl")
+        ours.reset(seed=seed)
+        real.reset(seed=seed)
+        while ours.agents:
+            agent = ours.agent_selection
+            assert real.agent_selection == agent
+            if ours.terminations[agent] or ours.truncations[agent]:
+                ours.step(None)
+                real.step(None)
+                continue
+            assert ours.observe(agent) == real.observe(agent)
+            assert ours.infos[agent]["legal_moves"] == real.infos[agent]["legal_moves"]
+            reply = ours.oracle_response(agent)
+            ours.step(reply)
+            real.step(reply)
+        assert ours.success and real.success
+        real.close()
