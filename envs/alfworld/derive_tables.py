@@ -96,8 +96,11 @@ def derive(pkg: Path) -> dict:
     layouts = pkg / "gen" / "layouts"
 
     floor_plans = {}
-    scenes = sorted(int(m.group(1)) for p in layouts.glob("FloorPlan*-objects.json")
-                    if (m := re.fullmatch(r"FloorPlan(\d+)-objects\.json", p.name)))
+    scenes = sorted(
+        int(m.group(1))
+        for p in layouts.glob("FloorPlan*-objects.json")
+        if (m := re.fullmatch(r"FloorPlan(\d+)-objects\.json", p.name))
+    )
     for n in scenes:
         types = set(json.loads((layouts / f"FloorPlan{n}-objects.json").read_text()))
         openable = json.loads((layouts / f"FloorPlan{n}-openable.json").read_text())
@@ -128,9 +131,12 @@ def derive(pkg: Path) -> dict:
             "package": f"{PACKAGE}=={VERSION}",
             "license": "MIT",
             "copyright": _license_line(),
-            "files": ["alfworld/gen/layouts/FloorPlan*-objects.json",
-                      "alfworld/gen/layouts/FloorPlan*-openable.json",
-                      "alfworld/gen/constants.py", "alfworld/gen/goal_library.py"],
+            "files": [
+                "alfworld/gen/layouts/FloorPlan*-objects.json",
+                "alfworld/gen/layouts/FloorPlan*-openable.json",
+                "alfworld/gen/constants.py",
+                "alfworld/gen/goal_library.py",
+            ],
             "generator": "envs/alfworld/derive_tables.py",
         },
         "static_receptacles": sorted(static),
@@ -153,7 +159,7 @@ def derive(pkg: Path) -> dict:
         "goal_pddl": {t: g.gdict[t]["pddl"] for t in TASK_TYPES},
         "display_name": {
             "rule": "the instance id's prefix before the first '|', lowercased, plus 'basin' if "
-                    "the lowercased id contains 'basin'; goal texts use type.lower()",
+            "the lowercased id contains 'basin'; goal texts use type.lower()",
             "id_prefix": {"SinkBasin": "Sink", "BathtubBasin": "Bathtub"},
             "id_suffix": {"SinkBasin": "|SinkBasin", "BathtubBasin": "|BathtubBasin"},
         },
@@ -163,6 +169,7 @@ def derive(pkg: Path) -> dict:
 
 def dump(tables: dict) -> str:
     """JSON with one line per floor plan and per can_contain / goal entry, keys in a fixed order."""
+
     def one(v):
         return json.dumps(v, separators=(",", ":"))
 
@@ -170,8 +177,15 @@ def dump(tables: dict) -> str:
     items = list(tables.items())
     for i, (key, value) in enumerate(items):
         comma = "," if i < len(items) - 1 else ""
-        if isinstance(value, dict) and key in ("floor_plans", "can_contain", "goal_texts", "goal_pddl",
-                                                 "goals_valid", "source", "display_name"):
+        if isinstance(value, dict) and key in (
+            "floor_plans",
+            "can_contain",
+            "goal_texts",
+            "goal_pddl",
+            "goals_valid",
+            "source",
+            "display_name",
+        ):
             keys = sorted(value, key=int) if key == "floor_plans" else list(value)
             lines.append(f"{one(key)}:{{")
             for j, k in enumerate(keys):
