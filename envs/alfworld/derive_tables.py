@@ -31,6 +31,8 @@ from pathlib import Path
 
 PACKAGE = "alfworld"
 VERSION = "0.4.2"
+# engine.TASK_TYPES, repeated: this script runs where alfworld is installed, which need not
+# have teamgym's dependencies (importing envs needs gymnasium and pettingzoo).
 TASK_TYPES = (
     "pick_and_place_simple",
     "look_at_obj_in_light",

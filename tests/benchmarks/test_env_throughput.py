@@ -7,6 +7,7 @@ import re
 import pytest
 
 from benchmarks import env_throughput
+from envs.alfworld.pddl import pddl_available
 from envs.games.spiel import spiel_available
 
 
@@ -23,6 +24,9 @@ def test_quick_run_prints_every_env_and_preset(capsys):
             assert re.search(rf"{env_id}\s+{game}\s+\d+\s+\d+\s+\d+\.\d+", out), env_id
     else:
         assert "OpenSpiel comparison skipped: pip install 'teamgym[spiel]'" in out
+    for what in ("reset", "step"):  # ALFWorld: our engine, and the real one when installed
+        real = r"\d[\d.]*\s+[\d,]+x" if pddl_available() else r"n/a\s+n/a"
+        assert re.search(rf"{what}\s+\d+\.\d+\s+{real}", out), what
 
 
 @pytest.mark.slow

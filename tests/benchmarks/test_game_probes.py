@@ -85,3 +85,22 @@ def test_hanabi_metrics_replay_the_episodes():
         None, env, [], None, 1, evaluate_tasks(random, tasks, sampling=SamplingParams(seed=2)).episodes
     )
     assert reckless["bomb_rate"] > 0.5 and reckless["hanabi_score"] < metrics["hanabi_score"]
+
+
+def test_alfworld_metrics_break_success_down_by_task_type():
+    from benchmarks.game_probes import ALFWORLD_TYPE_NAMES, alfworld_metrics
+    from trainers.evaluation import evaluate_tasks, test_tasks
+
+    env = envs.make("alfworld", split="test")
+    tasks = test_tasks("alfworld-v0", 24)
+    oracle = evaluate_tasks(Team.shared(env, OraclePolicy()), tasks, sampling=SamplingParams()).episodes
+    metrics = alfworld_metrics(None, env, [], None, 1, oracle)
+    types = {k for k in metrics if k.startswith("success/")}
+    assert len(types) >= 4 and types <= {f"success/{n}" for n in ALFWORLD_TYPE_NAMES.values()}
+    assert all(metrics[k] == 1.0 for k in types) and metrics["invalid_command_rate"] == 0.0
+    assert 3 <= metrics["steps_to_success"] <= 12  # the expert's walkthroughs: 4-9 commands on average
+    team = Team(env, {"planner": OraclePolicy(), "actor": RandomPolicy(seed=0)})
+    random = alfworld_metrics(
+        None, env, [], None, 1, evaluate_tasks(team, tasks, sampling=SamplingParams()).episodes
+    )
+    assert all(random[k] < 1.0 for k in types if k in random)
