@@ -17,6 +17,8 @@ Engines
     (``envs.alfworld.pddl``; ``pip install 'teamgym[alfworld]'``), ~0.7 s a reset and ~30 ms a
     step, and each game keeps ~1-2 MB of Fast Downward's library mapped: for checking
     fidelity and evaluating, not for training. Both read the same (the differential test).
+    With ``source="real"`` the real engine plays the game as ``pddl.to_pddl`` writes it
+    from the loaded spec (the file's facts, less objects in no receptacle), not the file.
 Real data
     ``source="real"`` plays ALFWorld's own games (``envs.alfworld.real``) from
     ``data_dir`` (default ``$ALFWORLD_DATA``) ``/json_2.1.1/``: the train split plays
@@ -138,11 +140,6 @@ class AlfWorldEnv(TextAECEnv):
     APPEND_FEEDBACK: ClassVar[bool] = False  # the observation is the feedback; _prompt places it
     CLONE_SHARED_ATTRS: ClassVar[tuple[str, ...]] = ("spec", "problem", "real_games")
 
-    def close(self) -> None:
-        if getattr(self, "real_engine", None) is not None:
-            self.real_engine.close()
-            self.real_engine = None
-
     def __init__(
         self,
         *,
@@ -222,9 +219,8 @@ class AlfWorldEnv(TextAECEnv):
         self.observation = self._engine().intro()
         self.steps: list[tuple[str, str]] = []  # (command as written, what it gave)
         self.plan = ""
-        self.milestones = (
-            self._milestones()
-        )  # what holds at reset (a cool goal object in the fridge) earns nothing
+        # what holds at reset (a goal object already cool in the fridge) earns nothing
+        self.milestones = self._milestones()
 
     def _real_problem(self, task_seed: int) -> Problem:
         if self.real_games is None:
@@ -345,6 +341,12 @@ class AlfWorldEnv(TextAECEnv):
         placed = sum(world.placed(i.name) for i in world.spec.items)
         reached |= {f"placed {k + 1}" for k in range(placed)}
         return reached
+
+    def close(self) -> None:
+        """Free the real engine's game (engine="pddl"); nothing else to release."""
+        if getattr(self, "real_engine", None) is not None:
+            self.real_engine.close()
+            self.real_engine = None
 
     # ------------------------------------------------------------------ oracle
     def oracle_response(self, agent: str) -> str:
