@@ -227,7 +227,7 @@ def test_help_lists_every_field_and_group(capsys):
     [
         ([], "exactly one of --env"),
         (["--env", "sokoban", "--suite", "planning"], "exactly one of --env"),
-        (["--suite", "nosuchsuite"], "suites with envs: code, "),
+        (["--suite", "nosuchsuite"], "suites with envs: alfworld, code, "),
         (["--env", "sokobann"], "Did you mean"),
         (["--env", "sokoban", "--split", "train"], "only plays held-out tasks"),
         (["--env", "sokoban", "--task-seeds", "5"], "evaluation never plays training tasks"),
