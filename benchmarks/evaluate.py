@@ -365,12 +365,15 @@ def _header(
     env_info = {}
     for column in columns:
         spec, kwargs = envs.spec(column.env_id), column_env_kwargs(config, column)
+        env = envs.make(column.env_id, **kwargs)
         env_info[column.label] = {
             "id": spec.id,
             "version": spec.version,
             "entry_point": spec.entry_point if isinstance(spec.entry_point, str) else repr(spec.entry_point),
             "kwargs": kwargs,
-            "max_cycles": getattr(envs.make(column.env_id, **kwargs), "max_cycles", None),
+            "max_cycles": getattr(env, "max_cycles", None),
+            # what the env says its numbers depend on (WebShop: catalog size and goal type)
+            "settings": env.benchmark_settings() if hasattr(env, "benchmark_settings") else {},
             "sampling": dataclasses.asdict(_sampling(config, column.env_id)),
         }
     return {

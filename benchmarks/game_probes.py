@@ -28,6 +28,11 @@ like every other metric). ``env`` is a test-split env the probe may reset and st
   of the seed drew is absent), ``steps_to_success`` (the actor's commands in won episodes)
   and ``invalid_command_rate`` (the actor's turns that were no admissible command: "Nothing
   happens." or no command at all).
+* WebShop (``webshop_v0``): ``score`` (the mean purchase reward x 100, an episode that bought
+  nothing scoring 0: the papers' "score"; ``success`` is theirs already, reward == 1.0),
+  ``purchase_rate`` (episodes that clicked Buy Now), ``steps`` (the shopper's actions per
+  episode) and ``invalid_action_rate`` (its actions that changed nothing). The catalog size and
+  goal type go into the results' header (``envs.<column>.settings``).
 """
 
 from __future__ import annotations
@@ -50,6 +55,7 @@ __all__ = [
     "public_goods_metrics",
     "hanabi_metrics",
     "alfworld_metrics",
+    "webshop_metrics",
 ]
 
 
@@ -192,6 +198,34 @@ def alfworld_metrics(
     return metrics
 
 
+def webshop_metrics(
+    team: Team,
+    env: Any,
+    task_seeds: Sequence[int],
+    sampling: SamplingParams | None,
+    samples: int,
+    episodes: Sequence[Episode] = (),
+) -> dict[str, float]:
+    scores, bought, steps, invalid = [], [], [], []
+    for episode in episodes:
+        paid = [t.reward_terms.get("team/score") for t in episode.turns if "team/score" in t.reward_terms]
+        scores.append(100.0 * (paid[-1] if paid else 0.0))
+        bought.append(bool(paid))
+        actions = [turn for turn in episode.turns if turn.role == "shopper"]
+        steps.append(len(actions))
+        invalid += [turn.invalid for turn in actions]
+    if not episodes:
+        return {}
+    metrics = {
+        "score": float(np.mean(scores)),
+        "purchase_rate": float(np.mean(bought)),
+        "steps": float(np.mean(steps)),
+    }
+    if invalid:
+        metrics["invalid_action_rate"] = float(np.mean(invalid))
+    return metrics
+
+
 Probe = Callable[..., dict[str, float]]
 """``(team, env, task_seeds, sampling, samples, episodes) -> metrics``"""
 GAME_PROBES: dict[str, Probe] = {
@@ -199,4 +233,5 @@ GAME_PROBES: dict[str, Probe] = {
     "everyone_contributes_v0": public_goods_metrics,
     "mini_hanabi_v0": hanabi_metrics,
     "alfworld_v0": alfworld_metrics,
+    "webshop_v0": webshop_metrics,
 }

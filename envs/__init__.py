@@ -78,3 +78,5 @@ register("spiel-v0", "envs.games.spiel:SpielEnv")
 register("mini_hanabi-v0", "envs.games.mini_hanabi.env:MiniHanabiEnv")
 # Household tasks: ALFWorld's six task types on a generated game and a pure-Python engine.
 register("alfworld-v0", "envs.alfworld.env:AlfWorldEnv")
+# Web shopping: WebShop's pages, reward and search over a seeded catalog (the webshop extra).
+register("webshop-v0", "envs.webshop.env:WebShopEnv")

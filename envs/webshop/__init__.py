@@ -1,0 +1,1 @@
+"""WebShop offline: the shopping-agent env (``webshop-v0``), its page protocol, reward and search."""

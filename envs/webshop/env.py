@@ -1,0 +1,336 @@
+"""WebShop (``webshop-v0``): find and buy the product an instruction describes, alone or as a team.
+
+Task
+    A WebShop goal, e.g. "i need a long lasting lipstick with color: ruby red, and price lower
+    than 40.00 dollars". The shop (``envs.webshop.shop``) is a seeded catalog of
+    ``num_products`` products (default 1,000, verl-agent's "small" WebShop) with hard negatives
+    for each goal product, or WebShop's real data (``source="real"``, files in
+    ``$WEBSHOP_DATA``). ``goal_type``: ``"synthetic"`` (WebShop's generated instructions with
+    option dicts, verl-agent's default) or ``"human"`` (instructions with option lists, the
+    paper's). Splits by goal index as WebShop: test = the first 500 goals, validation the next
+    1,000, train the rest; ``test_split="unseen"`` tests on product types training never sees.
+    The horizon is ``max_cycles`` (15 actions, verl-agent's cap).
+Pages and actions
+    WebShop's own (``envs.webshop.pages``): ``search[<query>]`` and ``click[<clickable>]`` on the
+    search, results (10 a page, at most 50 hits), item (options, Description / Features /
+    Reviews, Buy Now) and done pages; the observation is WebShop's simple-mode text (visible
+    strings joined by `` [SEP] ``), string for string. ``backend="server"`` plays a real WebShop
+    server instead (``server_url``; ``envs.webshop.http_client``).
+Roles
+    ``single``: ``shopper_0`` alone (the papers' agent): it sees the instruction, its last
+    ``history`` actions with what they gave, the page and its available actions, and answers
+    one action. ``mas``: ``planner_0`` then ``shopper_0`` every cycle. The planner sees the
+    whole record (every action and page so far) and writes a short plan; the shopper sees the
+    plan, the page and the actions. The split is memory and judgement (which results were
+    rejected, which options were already clicked: the page text never shows a selection)
+    versus grounding (which clickable is the plan's next step). A searcher / buyer split was
+    considered and not taken: in a fixed turn order, one of the two would have nothing to do
+    on every page of the other's.
+Actions
+    One action inside ``<answer>...</answer>``, e.g. ``<answer>click[buy now]</answer>``. As in
+    WebShop, an action that is not ``search[...]`` or ``click[<a clickable of this page>]``
+    changes nothing; here it also costs ``local/invalid``. Planner: a plan in answer tags.
+Rewards
+    ``team/score``: WebShop's purchase reward in [0, 1] when the shopper clicks Buy Now (the
+    episode then ends); nothing before. Success: score == 1.0 (the papers' success rate).
+Oracle
+    It knows the goal product: it searches the instruction (without its price clause), pages
+    to the goal product, opens it, clicks the goal's options, buys. From any state.
+Heuristic
+    The WebShop paper's rule baseline: search the whole instruction, open the first result,
+    click each option value the instruction names, buy.
+
+Versions: v0, this page.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Hashable
+from typing import ClassVar
+
+from envs.core import StepOutcome, TextAECEnv, TrainingPreset, role_of, to_ascii
+from envs.parsing import extract_answer
+from envs.splits import VALIDATION_SEED_START, is_validation_seed, split_range
+from envs.webshop import oracle
+from envs.webshop.pages import ShopSession
+from envs.webshop.session import BUY_NOW, PREV_PAGE
+
+__all__ = ["WebShopEnv"]
+
+
+class WebShopEnv(TextAECEnv):
+    """WebShop over a generated or real catalog (see the module docstring).
+
+    Args:
+        num_products: Catalog size (generated) or WebShop's prefix (real; None: all).
+        catalog_seed: The generated catalog's seed.
+        goal_type: ``"synthetic"`` or ``"human"``.
+        source: ``"generated"`` or ``"real"`` (``$WEBSHOP_DATA`` or ``data_dir``).
+        data_dir: The real data's directory.
+        test_split: ``"first500"`` or ``"unseen"`` (held-out product types).
+        nouns: The reward's title-noun tagger: ``"lexicon"`` or ``"spacy"``.
+        backend: ``"local"`` (our pages) or ``"server"`` (a real WebShop server at ``server_url``:
+            task seed i of a split plays session ``fixed_<goal index>``).
+        server_url: The real server's address, e.g. ``http://127.0.0.1:3000``.
+        server_goals: How many goals the server has (its human goals: 12,087), for its splits
+            (WebShop's by index: test [0, 500), validation [500, 1500), train the rest).
+        history: Past steps (action and page) in the single shopper's prompt.
+        max_plan_chars: Characters of the planner's plan passed to the shopper.
+        max_page_chars: Characters of a page shown in a prompt (the start is kept).
+        **kwargs: ``TextAECEnv`` arguments (``team``, ``split``, ``max_cycles``, ...).
+    """
+
+    metadata: ClassVar[dict] = {**TextAECEnv.metadata, "name": "webshop_v0", "suite": "webshop"}
+    TEAMS: ClassVar[dict[str, tuple[str, ...]]] = {"single": ("shopper",), "mas": ("planner", "shopper")}
+    DEFAULT_MAX_CYCLES: ClassVar[int] = 15
+    TRAINING: ClassVar[TrainingPreset] = TrainingPreset(
+        max_new_tokens=24,
+        max_cycles=8,
+        tasks_per_step=2,
+        steps=4,
+        eval_every=4,
+        eval_tasks=8,
+        policy="per_role",
+    )
+    APPEND_FEEDBACK: ClassVar[bool] = False  # the page is the feedback; _prompt places it
+    CLONE_SHARED_ATTRS: ClassVar[tuple[str, ...]] = ("spec", "shop")
+
+    def __init__(
+        self,
+        *,
+        num_products: int | None = 1000,
+        catalog_seed: int = 0,
+        goal_type: str = "synthetic",
+        source: str = "generated",
+        data_dir: str | None = None,
+        test_split: str = "first500",
+        nouns: str = "lexicon",
+        backend: str = "local",
+        server_url: str | None = None,
+        server_goals: int = 12087,
+        history: int = 2,
+        max_plan_chars: int = 300,
+        max_page_chars: int = 3000,
+        **kwargs,
+    ) -> None:
+        super().__init__(**kwargs)
+        if backend not in ("local", "server"):
+            raise ValueError(f"WebShopEnv: backend must be 'local' or 'server', got {backend!r}")
+        if backend == "server" and not server_url:
+            raise ValueError("WebShopEnv: backend='server' needs server_url, e.g. 'http://127.0.0.1:3000'")
+        for name, value, low in (
+            ("history", history, 0),
+            ("max_plan_chars", max_plan_chars, 1),
+            ("max_page_chars", max_page_chars, 100),
+        ):
+            if isinstance(value, bool) or not isinstance(value, int) or value < low:
+                raise ValueError(f"WebShopEnv: {name} must be an int >= {low}, got {value!r}")
+        # imported here: the registry reads this class's metadata without the webshop extra
+        from envs.webshop.shop import ShopConfig, get_shop
+
+        if source == "real" and data_dir is None:  # resolved now: the shop cache keys on it
+            data_dir = os.environ.get("WEBSHOP_DATA")
+        self.config = ShopConfig(
+            source=source,
+            num_products=num_products,
+            catalog_seed=catalog_seed,
+            goal_type=goal_type,
+            data_dir=data_dir,
+            test_split=test_split,
+            nouns=nouns,
+        )
+        self.shop = get_shop(self.config)  # errors in the config surface here, not at reset
+        self.backend = backend
+        self.server_url = server_url
+        if backend == "server" and (
+            isinstance(server_goals, bool) or not isinstance(server_goals, int) or server_goals < 1501
+        ):
+            raise ValueError(f"WebShopEnv: server_goals must be an int > 1500, got {server_goals!r}")
+        self.server_goals = server_goals
+        self.history = history
+        self.max_plan_chars = max_plan_chars
+        self.max_page_chars = max_page_chars
+
+    def benchmark_settings(self) -> dict:
+        """What a score must be reported with (peers' numbers compare only at equal settings)."""
+        if self.backend == "server":
+            return {"backend": "server", "server_url": self.server_url}
+        return self.config.describe()
+
+    # ------------------------------------------------------------------ task
+    def goal_index(self, task_seed: int) -> int:
+        """The shop goal a task seed plays: test seeds the test goals, the validation slice of
+        the train seeds the validation goals, other train seeds the train goals (cyclically)."""
+        splits = (
+            {"test": range(500), "validation": range(500, 1500), "train": range(1500, self.server_goals)}
+            if self.backend == "server"
+            else self.shop.splits
+        )
+        if self.split == "test":
+            goals, offset = splits["test"], task_seed - split_range("test").start
+        elif is_validation_seed(task_seed):
+            goals, offset = splits["validation"], task_seed - VALIDATION_SEED_START
+        else:
+            goals, offset = splits["train"], task_seed
+        return goals[offset % len(goals)]
+
+    def _start_task(self, task_seed: int) -> None:
+        index = self.goal_index(task_seed)
+        if self.backend == "server":
+            from envs.webshop.http_client import ServerSession
+
+            self.session = ServerSession(self.server_url)
+        else:
+            self.session = ShopSession(self.shop)
+        self.page = self.session.reset(index)
+        # the server keeps its goal to itself: only its instruction is known here
+        self.goal = (
+            self.shop.goals[index]
+            if self.backend == "local"
+            else {"asin": None, "instruction_text": self.session.instruction_text, "index": index}
+        )
+        self.steps: list[tuple[str, str]] = []  # (action as written, the page it gave)
+        self.plan = ""
+        self.purchase: dict = {}
+
+    def task_fingerprint(self) -> str:
+        return f"{self.goal['asin']}|{self.goal['instruction_text']}"
+
+    # ------------------------------------------------------------------ views
+    def _page_text(self, page: str) -> str:
+        return to_ascii(page, max_chars=self.max_page_chars)
+
+    def available_actions(self) -> list[str]:
+        """What the shopper may do now, as verl-agent lists it: ``search[<your query>]`` on a page
+        with the search box, then ``click[...]`` of each clickable but ``search``."""
+        actions = ["search[<your query>]"] if self.session.has_search_bar() else []
+        return actions + [f"click[{c}]" for c in self.session.clickables() if c != "search"]
+
+    def _record(self, steps: list[tuple[str, str]]) -> str:
+        return "\n".join(f"> {action}\n{self._page_text(page)}" for action, page in steps)
+
+    def _prompt(self, agent: str) -> str:
+        if role_of(agent) == "planner":
+            return "\n".join(
+                [
+                    "You plan for a web shopping agent (WebShop). Instruction: "
+                    + to_ascii(self.session.instruction_text),
+                    "What happened so far (actions and the pages they gave):",
+                    self._record(self.steps) or "(nothing yet)",
+                    "Write a short plan of the next steps (what to search, which product to open, "
+                    "which options to click, when to buy) inside <answer>...</answer>.",
+                ]
+            )
+        lines = ["You are a web shopping agent (WebShop). Buy the product the instruction describes."]
+        if self.team == "mas":
+            lines.append(f"Your planner's plan: {self.plan or '(none)'}")
+        elif self.steps and self.history:
+            lines += [
+                f"Your last {min(self.history, len(self.steps))} actions:",
+                self._record(self.steps[-self.history :]),
+            ]
+        lines += [
+            f"Now: {self._page_text(self.page)}",
+            "Available actions: " + ", ".join(self.available_actions()),
+            "Answer with exactly one action, e.g. <answer>search[red running shoes]</answer> or "
+            "<answer>click[buy now]</answer>.",
+        ]
+        return "\n".join(lines)
+
+    def _legal_moves(self, agent: str) -> list[str]:
+        return self.available_actions() if role_of(agent) == "shopper" else []
+
+    def _state_key(self) -> Hashable:
+        # the page state (page kind, query, results page, item, chosen options): GiGPO's anchor
+        return self.session.state
+
+    def _render_text(self) -> str:
+        state = self.session.state
+        rows = [f"goal: {self.goal['instruction_text']} (asin {self.goal['asin']})"]
+        rows.append(f"page: {state.kind}, query {' '.join(state.keywords) or '-'}, results page {state.page}")
+        rows.append(f"item: {state.asin or '-'}, options {dict(state.options) or '-'}")
+        if self.purchase:
+            rows.append(f"bought {self.purchase.get('asin')}: score {self.purchase.get('score')}")
+        return "\n".join(rows)
+
+    # ------------------------------------------------------------------ acting
+    def _act(self, agent: str, text: str) -> StepOutcome:
+        answer = extract_answer(text)
+        if role_of(agent) == "planner":
+            if answer is None:
+                return StepOutcome(invalid=True, feedback="Write your plan inside <answer>...</answer>.")
+            self.plan = to_ascii(" ".join(answer.split()))[: self.max_plan_chars]
+            return StepOutcome(feedback="Plan passed on.")
+        if not answer:
+            feedback = "Write one action inside <answer>...</answer>, e.g. <answer>click[buy now]</answer>."
+            self.steps.append(("(no action)", feedback))
+            return StepOutcome(invalid=True, feedback=feedback)
+        action = answer.strip()[:500]
+        result = self.session.step(action)
+        self.page = result.observation
+        self.steps.append((to_ascii(action, max_chars=200), result.observation))
+        if not result.valid:
+            feedback = "Nothing happened: that is not search[...] or a click on this page's actions."
+            return StepOutcome(invalid=True, feedback=feedback)
+        if not result.done:
+            return StepOutcome(feedback="")
+        score = float(result.reward)
+        self.purchase = {"asin": self.session.state.asin, "score": score, **result.info}
+        return StepOutcome(
+            team={"score": score}, terminated=True, success=score == 1.0, feedback=f"Bought: score {score}"
+        )
+
+    # ------------------------------------------------------------------ scripted players
+    def oracle_response(self, agent: str) -> str:
+        """The shortest purchase of the goal product from here (shopper), or that plan (planner)."""
+        if role_of(agent) == "planner":
+            return f"<answer>{'; '.join(self.oracle_plan())}</answer>"
+        return f"<answer>{self.oracle_action()}</answer>"
+
+    def oracle_action(self) -> str:
+        if self.backend != "local":
+            raise NotImplementedError(
+                "WebShopEnv: the oracle knows only the local shop's goals (backend='local')"
+            )
+        return oracle.oracle_action(self.session, self.shop, self.goal)
+
+    def oracle_plan(self) -> list[str]:
+        """The oracle's remaining actions from here, played on a copy."""
+        probe = self.clone()
+        plan = []
+        for _ in range(20):
+            action = probe.oracle_action()
+            plan.append(action)
+            if probe.session.step(action).done:
+                break
+        return plan
+
+    def heuristic_response(self, agent: str) -> str:
+        """The WebShop paper's rule baseline (shopper); the planner states it."""
+        if role_of(agent) == "planner":
+            plan = "search the instruction, open the first result, click the options it names, buy"
+            return f"<answer>{plan}</answer>"
+        state, instruction = self.session.state, self.session.instruction_text.lower()
+        if state.kind == "search":
+            return f"<answer>search[{instruction}]</answer>"
+        if state.kind == "results":
+            hits = self.session.clickables()
+            asins = [c for c in hits if c not in ("back to search", "< prev", "next >")]
+            return (
+                f"<answer>click[{asins[0]}]</answer>" if asins else "<answer>click[back to search]</answer>"
+            )
+        if state.kind == "sub":
+            return f"<answer>click[{PREV_PAGE.lower()}]</answer>"
+        # the item page's option values: its clickables after the fixed buttons
+        buttons = {"back to search", "< prev", "description", "features", "reviews", "attributes", "buy now"}
+        chosen = {value for _, value in state.options}
+        for value in self.session.clickables():
+            if value not in buttons and value not in chosen and value in instruction:
+                return f"<answer>click[{value}]</answer>"
+        return f"<answer>click[{BUY_NOW.lower()}]</answer>"
+
+    def close(self) -> None:
+        session = getattr(self, "session", None)
+        if session is not None and hasattr(session, "close"):
+            session.close()
