@@ -45,6 +45,7 @@ GAMES = (
     "everyone_contributes-v0",
     "referential-v0",
     "alfworld-v0",
+    "webshop-v0",
 )
 
 
@@ -60,13 +61,14 @@ def random_legal_policy(rng: np.random.Generator):
     return act
 
 
-def _make(env_id: str, difficulty: str | None):
-    return envs.make(env_id, **({} if difficulty is None else {"difficulty": difficulty}))
+def _make(env_id: str, difficulty: str | None, **kwargs):
+    return envs.make(env_id, **({} if difficulty is None else {"difficulty": difficulty}), **kwargs)
 
 
-def measure_steps(env_id: str, difficulty: str | None, seconds: float) -> tuple[float, int]:
-    """Env steps per second (step + last) over whole episodes for ~``seconds``."""
-    env = _make(env_id, difficulty)
+def measure_steps(env_id: str, difficulty: str | None, seconds: float, **kwargs) -> tuple[float, int]:
+    """Env steps per second (step + last) over whole episodes for ~``seconds`` (``kwargs``: the
+    env's options)."""
+    env = _make(env_id, difficulty, **kwargs)
     act = random_legal_policy(np.random.default_rng(0))
     steps, elapsed, seed = 0, 0.0, 0
     while elapsed < seconds:
@@ -340,6 +342,75 @@ def print_alfworld_table(args: argparse.Namespace) -> None:
         print(f"The real engine is not installed: {EXTRA_HINT}.")
 
 
+def measure_webshop(num_products: int, seconds: float, queries: int) -> dict[str, float]:
+    """One generated catalog: building the shop (catalog, loader, goals, index), the env's steps/s
+    (random legal actions), and the median latency of a top-50 search for goal instructions, ours
+    (Lucene's BM25, ``envs.webshop.search``) and bm25s's (same formula without Lucene's length
+    norm, its own tokenizer; NaN when bm25s is not installed) over the same documents."""
+    from envs.webshop.oracle import oracle_query
+    from envs.webshop.search import document_text
+    from envs.webshop.shop import ShopConfig, get_shop
+
+    started = time.perf_counter()
+    shop = get_shop(ShopConfig(num_products=num_products))
+    build = time.perf_counter() - started
+    rate, _ = measure_steps("webshop-v0", None, seconds, num_products=num_products)
+    texts = [
+        oracle_query(shop.goals[i]) for i in range(0, len(shop.goals), max(1, len(shop.goals) // queries))
+    ]
+    ours = []
+    for text in texts:
+        started = time.perf_counter()
+        shop.search(text, k=50)
+        ours.append(time.perf_counter() - started)
+    theirs = []
+    try:
+        import bm25s
+    except ImportError:
+        bm25s = None
+    if bm25s is not None:
+        retriever = bm25s.BM25(method="lucene", k1=0.9, b=0.4)
+        retriever.index(
+            bm25s.tokenize([document_text(p) for p in shop.products], stopwords="en", show_progress=False),
+            show_progress=False,
+        )
+        for text in texts:
+            started = time.perf_counter()
+            retriever.retrieve(
+                bm25s.tokenize([text], stopwords="en", show_progress=False), k=50, show_progress=False
+            )
+            theirs.append(time.perf_counter() - started)
+    return {
+        "build_s": build,
+        "steps_per_s": rate,
+        "ours_ms": float(np.median(ours)) * 1e3,
+        "bm25s_ms": float(np.median(theirs)) * 1e3 if theirs else float("nan"),
+        "goals": len(shop.goals),
+    }
+
+
+def print_webshop_table(args: argparse.Namespace) -> None:
+    """WebShop: shop build, env steps/s and search latency on a 1,000- and a 100,000-product
+    catalog (10,000 with --quick), our search next to bm25s in the same run."""
+    rows = []
+    for n in (1_000, 10_000) if args.quick else (1_000, 100_000):
+        m = measure_webshop(n, args.seconds, queries=20 if args.quick else 200)
+        ratio = f"{m['bm25s_ms'] / m['ours_ms']:.2f}x" if m["bm25s_ms"] == m["bm25s_ms"] else "n/a"
+        rows.append(
+            [
+                f"{n:,}",
+                f"{m['goals']:,}",
+                f"{m['build_s']:.1f}",
+                f"{m['steps_per_s']:.0f}",
+                f"{m['ours_ms']:.2f}",
+                f"{m['bm25s_ms']:.2f}",
+                ratio,
+            ]
+        )
+    print("\nWebShop on generated catalogs (synthetic goals; search: median ms of a top-50 query)\n")
+    print_table(["products", "goals", "build s", "steps/s", "search ms", "bm25s ms", "bm25s / ours"], rows)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="tiny counts: a smoke run")
@@ -378,6 +449,7 @@ def main(argv: list[str] | None = None) -> None:
     print_table(["env", "steps/s", "clone us"], rows)
     print_openspiel_table(args)
     print_alfworld_table(args)
+    print_webshop_table(args)
 
     if args.no_gym_sokoban:
         return

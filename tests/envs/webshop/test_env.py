@@ -210,3 +210,28 @@ def test_real_data_plays_from_webshop_data(tmp_path, monkeypatch, goal_type):
     assert [g["instruction_text"] for g in again.shop.goals] == [
         g["instruction_text"] for g in env.shop.goals
     ]
+
+
+# ------------------------------------------------------------------ a real server's backend
+def test_server_backend_plays_an_episode_through_http():
+    pytest.importorskip("bs4")
+    from tests.envs.webshop.local_server import GOALS, LocalWebShopServer
+
+    with LocalWebShopServer() as server:
+        env = envs.make(
+            "webshop-v0", team="single", split="test", backend="server", server_url=server.base_url
+        )
+        env.reset(seed=split_seeds("test", 1)[0])  # test seed 0 -> session fixed_0
+        assert env.goal["instruction_text"] == GOALS[0]["instruction_text"]
+        assert env.observe("shopper_0")["prompt"].count("WebShop [SEP] Instruction: [SEP]") == 1
+        env.step("<answer>search[shoe]</answer>")
+        assert env.session.state.kind == "results" and not env.infos["shopper_0"]["invalid_action"]
+        env.step("<answer>click[nothing]</answer>")
+        assert env.infos["shopper_0"]["invalid_action"]
+        first = next(c for c in env.session.clickables() if c.startswith("b0"))
+        env.step(f"<answer>click[{first}]</answer>")
+        env.step("<answer>click[buy now]</answer>")
+        assert env.terminations["shopper_0"] and 0.0 <= env.purchase["score"] <= 1.0
+        assert env.benchmark_settings() == {"backend": "server", "server_url": server.base_url}
+        with pytest.raises(NotImplementedError, match="local"):
+            env.oracle_action()
