@@ -237,17 +237,21 @@ class _Maker:
         title_attribute = rng.choice([None, attributes[-1]])
         goal = self.add(t, brand, attributes, options, pricing, "goal", noun, title_attribute)
         asin = goal["asin"]
-        a = "an" if noun[0] in "aeiou" else "a"
+        a = _ARTICLE  # settled by the word that follows it, see _article
         self.catalog.attributes[asin].update(
-            instruction=rng.choice(_SYNTHETIC_TEMPLATES).format(a=a, attrs=_join(wanted), noun=noun),
+            instruction=_article(
+                rng.choice(_SYNTHETIC_TEMPLATES).format(a=a, attrs=_join(wanted), noun=noun)
+            ),
             instruction_attributes=list(wanted),
         )
         chosen = {name: rng.choice(values) for name, values in options.items()}
         self.catalog.human[asin] = [
             {
                 "asin": asin,
-                "instruction": rng.choice(_HUMAN_TEMPLATES).format(
-                    a=a, attrs=_join(wanted), noun=noun, opts=_options_text(chosen)
+                "instruction": _article(
+                    rng.choice(_HUMAN_TEMPLATES).format(
+                        a=a, attrs=_join(wanted), noun=noun, opts=_options_text(chosen)
+                    )
                 ),
                 "instruction_attributes": list(wanted),
                 "instruction_options": list(chosen.values()),
@@ -284,6 +288,17 @@ class _Maker:
         other = rng.choice(other_types)
         brand_b = rng.choice([b for b in self.vocabulary.brands if b != brand])
         self.add(other, brand_b, list(wanted), self.options(other), pricing, f"negative:type:{asin}")
+
+
+_ARTICLE = "<article>"
+
+
+def _article(text: str) -> str:
+    """ "a" or "an" by the sound of the next word's first letter (good enough for the vocabulary)."""
+    head, _, tail = text.partition(_ARTICLE + " ")
+    if not _:
+        return text
+    return f"{head}{'an' if tail[:1] in 'aeiou' else 'a'} {tail}"
 
 
 def _join(phrases: list[str]) -> str:
