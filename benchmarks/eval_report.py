@@ -62,6 +62,10 @@ PROBE_TABLES = {
     ),
     "steps_to_success": ("ALFWorld: the actor's commands in won episodes", 1),
     "invalid_command_rate": ("ALFWorld: share of the actor's commands that were not admissible", 3),
+    "score": ("WebShop: score (mean purchase reward x 100; no purchase scores 0)", 1),
+    "purchase_rate": ("WebShop: share of episodes that bought something", 3),
+    "steps": ("WebShop: the shopper's actions per episode", 1),
+    "invalid_action_rate": ("WebShop: share of the shopper's actions that changed nothing", 3),
 }
 # ALFWorld's success per task type (benchmarks.game_probes), in one table.
 TASK_TYPE_KEYS = ("pick", "look", "clean", "heat", "cool", "pick_two")

@@ -161,19 +161,20 @@ class WebShopEnv(TextAECEnv):
     # ------------------------------------------------------------------ task
     def goal_index(self, task_seed: int) -> int:
         """The shop goal a task seed plays: test seeds the test goals, the validation slice of
-        the train seeds the validation goals, other train seeds the train goals (cyclically)."""
-        splits = (
-            {"test": range(500), "validation": range(500, 1500), "train": range(1500, self.server_goals)}
-            if self.backend == "server"
-            else self.shop.splits
-        )
+        the train seeds the validation goals, other train seeds the train goals (cyclically;
+        a generated shop skips goals its search cannot find, ``Shop.findable``)."""
         if self.split == "test":
-            goals, offset = splits["test"], task_seed - split_range("test").start
+            name, offset = "test", task_seed - split_range("test").start
         elif is_validation_seed(task_seed):
-            goals, offset = splits["validation"], task_seed - VALIDATION_SEED_START
+            name, offset = "validation", task_seed - VALIDATION_SEED_START
         else:
-            goals, offset = splits["train"], task_seed
-        return goals[offset % len(goals)]
+            name, offset = "train", task_seed
+        if self.backend == "server":
+            # WebShop's own split of its goals by index
+            starts = {"test": (0, 500), "validation": (500, 1500), "train": (1500, self.server_goals)}
+            goals = range(*starts[name])
+            return goals[offset % len(goals)]
+        return self.shop.goal_for(name, offset)
 
     def _start_task(self, task_seed: int) -> None:
         index = self.goal_index(task_seed)

@@ -9,7 +9,7 @@ import pytest
 
 from envs.webshop import catalog as catalog_module
 from envs.webshop.catalog import generate_catalog, load_vocabulary
-from envs.webshop.oracle import audit_goals, play_oracle
+from envs.webshop.oracle import audit_goals, oracle_query, play_oracle
 from envs.webshop.products import load_products
 from envs.webshop.shop import ShopConfig, get_shop
 
@@ -148,3 +148,16 @@ def test_real_source_without_data_names_the_fix(tmp_path, monkeypatch):
 def test_vocabulary_loads():
     vocabulary = catalog_module.load_vocabulary()
     assert len(vocabulary.types) == 30 and vocabulary.brands and vocabulary.lexicon
+
+
+@pytest.mark.slow
+def test_a_large_catalog_plays_only_goals_its_search_can_find():
+    shop = get_shop(ShopConfig(num_products=100_000))  # ~10 s to build
+    played = {shop.goal_for("test", offset) for offset in range(len(shop.splits["test"]))}
+    assert played and all(shop.findable(i) for i in played)
+    report = audit_goals(shop, sorted(played))
+    assert report.not_found == [] and report.below_one == []
+    # the skipped ones really are beyond the 50 hits
+    skipped = [i for i in shop.splits["test"] if i not in played]
+    assert 0 < len(skipped) < 0.05 * len(shop.splits["test"])  # 13 of 500 when measured
+    assert all(shop.goals[i]["asin"] not in shop.search(oracle_query(shop.goals[i])) for i in skipped)
