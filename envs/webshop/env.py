@@ -84,8 +84,11 @@ class WebShopEnv(TextAECEnv):
     metadata: ClassVar[dict] = {**TextAECEnv.metadata, "name": "webshop_v0", "suite": "webshop"}
     TEAMS: ClassVar[dict[str, tuple[str, ...]]] = {"single": ("shopper",), "mas": ("planner", "shopper")}
     DEFAULT_MAX_CYCLES: ClassVar[int] = 15
+    # Sized for a 2-core CPU like ALFWorld's: 2 tasks x 4 episodes x 8 turns of 2 roles a step
+    # (8: the oracle buys within 5-9 actions, 4.9 on average); 32 tokens hold a click or a
+    # search of ~15 words.
     TRAINING: ClassVar[TrainingPreset] = TrainingPreset(
-        max_new_tokens=24,
+        max_new_tokens=32,
         max_cycles=8,
         tasks_per_step=2,
         steps=4,
