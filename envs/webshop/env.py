@@ -18,12 +18,12 @@ Pages and actions
     server instead (``server_url``; ``envs.webshop.http_client``).
 Roles
     ``single``: ``shopper_0`` alone (the papers' agent): it sees the instruction, its last
-    ``history`` actions with what they gave, the page and its available actions, and answers
-    one action. ``mas``: ``planner_0`` then ``shopper_0`` every cycle. The planner sees the
-    whole record (every action and page so far) and writes a short plan; the shopper sees the
-    plan, the page and the actions. The split is memory and judgement (which results were
-    rejected, which options were already clicked: the page text never shows a selection)
-    versus grounding (which clickable is the plan's next step). A searcher / buyer split was
+    ``history`` actions with where each led ("item B0..., options chosen: navy"), the page and
+    its available actions, and answers one action. ``mas``: ``planner_0`` then ``shopper_0``
+    every cycle. The planner sees the whole record (every action so far and where it led) and
+    the page, and writes a short plan; the shopper sees the plan, the page and the actions.
+    The split is memory and judgement (which results were rejected, which options were
+    already clicked: the page text never shows a selection) versus grounding (which clickable is the plan's next step). A searcher / buyer split was
     considered and not taken: in a fixed turn order, one of the two would have nothing to do
     on every page of the other's.
 Actions
@@ -75,7 +75,7 @@ class WebShopEnv(TextAECEnv):
         server_url: The real server's address, e.g. ``http://127.0.0.1:3000``.
         server_goals: How many goals the server has (its human goals: 12,087), for its splits
             (WebShop's by index: test [0, 500), validation [500, 1500), train the rest).
-        history: Past steps (action and page) in the single shopper's prompt.
+        history: Past actions (each with where it led) in the single shopper's prompt.
         max_plan_chars: Characters of the planner's plan passed to the shopper.
         max_page_chars: Characters of a page shown in a prompt (the start is kept).
         **kwargs: ``TextAECEnv`` arguments (``team``, ``split``, ``max_cycles``, ...).
@@ -112,7 +112,7 @@ class WebShopEnv(TextAECEnv):
         backend: str = "local",
         server_url: str | None = None,
         server_goals: int = 12087,
-        history: int = 2,
+        history: int = 4,
         max_plan_chars: int = 300,
         max_page_chars: int = 3000,
         **kwargs,
@@ -212,7 +212,25 @@ class WebShopEnv(TextAECEnv):
         return actions + [f"click[{c}]" for c in self.session.clickables() if c != "search"]
 
     def _record(self, steps: list[tuple[str, str]]) -> str:
-        return "\n".join(f"> {action}\n{self._page_text(page)}" for action, page in steps)
+        return "\n".join(f"> {action} -> {outcome}" for action, outcome in steps)
+
+    def _outcome(self, valid: bool) -> str:
+        """Where an action led, in a few words: the record the prompts keep instead of whole
+        pages (a page is ~300-1,100 characters; eight of them made the planner's prompt the
+        cost of a training step)."""
+        state = self.session.state
+        if not valid:
+            return "nothing happened"
+        if state.kind == "search":
+            return "the search page"
+        if state.kind == "results":
+            return f"results page {state.page}"
+        options = f", options chosen: {', '.join(v for _, v in state.options)}" if state.options else ""
+        if state.kind == "item":
+            return f"item {state.asin}{options}"
+        if state.kind == "sub":
+            return f"the {state.sub_page} of item {state.asin}{options}"
+        return f"bought item {state.asin}{options}"
 
     def _prompt(self, agent: str) -> str:
         if role_of(agent) == "planner":
@@ -220,8 +238,9 @@ class WebShopEnv(TextAECEnv):
                 [
                     "You plan for a web shopping agent (WebShop). Instruction: "
                     + to_ascii(self.session.instruction_text),
-                    "What happened so far (actions and the pages they gave):",
-                    self._record(self.steps) or "(nothing yet)",
+                    "Actions so far, and where each led:",
+                    self._record(self.steps) or "(none yet)",
+                    f"Now: {self._page_text(self.page)}",
                     "Write a short plan of the next steps (what to search, which product to open, "
                     "which options to click, when to buy) inside <answer>...</answer>.",
                 ]
@@ -231,7 +250,7 @@ class WebShopEnv(TextAECEnv):
             lines.append(f"Your planner's plan: {self.plan or '(none)'}")
         elif self.steps and self.history:
             lines += [
-                f"Your last {min(self.history, len(self.steps))} actions:",
+                f"Your last {min(self.history, len(self.steps))} actions, and where each led:",
                 self._record(self.steps[-self.history :]),
             ]
         lines += [
@@ -268,12 +287,12 @@ class WebShopEnv(TextAECEnv):
             return StepOutcome(feedback="Plan passed on.")
         if not answer:
             feedback = "Write one action inside <answer>...</answer>, e.g. <answer>click[buy now]</answer>."
-            self.steps.append(("(no action)", feedback))
+            self.steps.append(("(no action)", "nothing happened"))
             return StepOutcome(invalid=True, feedback=feedback)
         action = answer.strip()[:500]
         result = self.session.step(action)
         self.page = result.observation
-        self.steps.append((to_ascii(action, max_chars=200), result.observation))
+        self.steps.append((to_ascii(action, max_chars=200), self._outcome(result.valid)))
         if not result.valid:
             feedback = "Nothing happened: that is not search[...] or a click on this page's actions."
             return StepOutcome(invalid=True, feedback=feedback)
