@@ -23,9 +23,9 @@ Roles
     every cycle. The planner sees the whole record (every action so far and where it led) and
     the page, and writes a short plan; the shopper sees the plan, the page and the actions.
     The split is memory and judgement (which results were rejected, which options were
-    already clicked: the page text never shows a selection) versus grounding (which clickable is the plan's next step). A searcher / buyer split was
-    considered and not taken: in a fixed turn order, one of the two would have nothing to do
-    on every page of the other's.
+    already clicked: the page text never shows a selection) versus grounding (which clickable
+    is the plan's next step). A searcher / buyer split was considered and not taken: in a
+    fixed turn order, one of the two would have nothing to do on every page of the other's.
 Actions
     One action inside ``<answer>...</answer>``, e.g. ``<answer>click[buy now]</answer>``. As in
     WebShop, an action that is not ``search[...]`` or ``click[<a clickable of this page>]``
