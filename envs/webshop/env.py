@@ -143,7 +143,8 @@ class WebShopEnv(TextAECEnv):
             test_split=test_split,
             nouns=nouns,
         )
-        self.shop = get_shop(self.config)  # errors in the config surface here, not at reset
+        # built now, so config errors surface here and not at reset (a server has its own shop)
+        self.shop = get_shop(self.config) if backend == "local" else None
         self.backend = backend
         self.server_url = server_url
         if backend == "server" and (
@@ -194,7 +195,7 @@ class WebShopEnv(TextAECEnv):
             if self.backend == "local"
             else {"asin": None, "instruction_text": self.session.instruction_text, "index": index}
         )
-        self.steps: list[tuple[str, str]] = []  # (action as written, the page it gave)
+        self.steps: list[tuple[str, str]] = []  # (action as written, where it led)
         self.plan = ""
         self.purchase: dict = {}
 
