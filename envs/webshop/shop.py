@@ -90,7 +90,7 @@ class Shop:
         self._findable: dict[int, bool] = {}
 
     def __deepcopy__(self, memo) -> Shop:
-        return self  # immutable once built: clones of an env share it
+        return self  # its content never changes (findable only memoizes): clones of an env share it
 
     def _splits(self) -> dict[str, list[int]]:
         n = len(self.goals)
