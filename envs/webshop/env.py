@@ -33,6 +33,10 @@ Actions
 Rewards
     ``team/score``: WebShop's purchase reward in [0, 1] when the shopper clicks Buy Now (the
     episode then ends); nothing before. Success: score == 1.0 (the papers' success rate).
+    Optional ``local/subgoal`` (``subgoal_reward``, default 0: off; local shop only): the
+    shopper earns it the first time the episode reaches each milestone of a right purchase
+    (the goal product on the results page shown, the goal product open, each of the goal's
+    option values chosen on it). Scores and success never include it.
 Oracle
     It knows the goal product: it searches the instruction (without its price clause), pages
     to the goal product, opens it, clicks the goal's options, buys. From any state.
@@ -78,6 +82,7 @@ class WebShopEnv(TextAECEnv):
         history: Past actions (each with where it led) in the single shopper's prompt.
         max_plan_chars: Characters of the planner's plan passed to the shopper.
         max_page_chars: Characters of a page shown in a prompt (the start is kept).
+        subgoal_reward: Size of the optional ``local/subgoal`` term (0: off).
         **kwargs: ``TextAECEnv`` arguments (``team``, ``split``, ``max_cycles``, ...).
     """
 
@@ -86,7 +91,8 @@ class WebShopEnv(TextAECEnv):
     DEFAULT_MAX_CYCLES: ClassVar[int] = 15
     # Sized for a 2-core CPU like ALFWorld's: 2 tasks x 4 episodes x 8 turns of 2 roles a step
     # (8: the oracle buys within 5-9 actions, 4.9 on average); 32 tokens hold a click or a
-    # search of ~15 words.
+    # search of ~15 words. The subgoal term is on in training, as ALFWorld's: an untrained 135M
+    # shopper never buys right, so the score alone leaves every group without a spread.
     TRAINING: ClassVar[TrainingPreset] = TrainingPreset(
         max_new_tokens=32,
         max_cycles=8,
@@ -95,6 +101,7 @@ class WebShopEnv(TextAECEnv):
         eval_every=4,
         eval_tasks=8,
         policy="per_role",
+        env_kwargs={"subgoal_reward": 0.1},
     )
     APPEND_FEEDBACK: ClassVar[bool] = False  # the page is the feedback; _prompt places it
     CLONE_SHARED_ATTRS: ClassVar[tuple[str, ...]] = ("spec", "shop")
@@ -115,6 +122,7 @@ class WebShopEnv(TextAECEnv):
         history: int = 4,
         max_plan_chars: int = 300,
         max_page_chars: int = 3000,
+        subgoal_reward: float = 0.0,
         **kwargs,
     ) -> None:
         super().__init__(**kwargs)
@@ -129,6 +137,17 @@ class WebShopEnv(TextAECEnv):
         ):
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
                 raise ValueError(f"WebShopEnv: {name} must be an int >= {low}, got {value!r}")
+        if (
+            isinstance(subgoal_reward, bool)
+            or not isinstance(subgoal_reward, (int, float))
+            or not subgoal_reward >= 0
+        ):
+            raise ValueError(f"WebShopEnv: subgoal_reward must be a number >= 0, got {subgoal_reward!r}")
+        if subgoal_reward and backend == "server":
+            raise ValueError(
+                "WebShopEnv: subgoal_reward needs the goal product, which a server keeps to itself; "
+                "set subgoal_reward=0 with backend='server'"
+            )
         # imported here: the registry reads this class's metadata without the webshop extra
         from envs.webshop.shop import ShopConfig, get_shop
 
@@ -155,6 +174,7 @@ class WebShopEnv(TextAECEnv):
         self.history = history
         self.max_plan_chars = max_plan_chars
         self.max_page_chars = max_page_chars
+        self.subgoal_reward = float(subgoal_reward)
 
     def benchmark_settings(self) -> dict:
         """What a score must be reported with (peers' numbers compare only at equal settings)."""
@@ -198,6 +218,7 @@ class WebShopEnv(TextAECEnv):
         self.steps: list[tuple[str, str]] = []  # (action as written, where it led)
         self.plan = ""
         self.purchase: dict = {}
+        self.milestones: set[str] = set()
 
     def task_fingerprint(self) -> str:
         return f"{self.goal['asin']}|{self.goal['instruction_text']}"
@@ -257,8 +278,8 @@ class WebShopEnv(TextAECEnv):
         lines += [
             f"Now: {self._page_text(self.page)}",
             "Available actions: " + ", ".join(self.available_actions()),
-            "Answer with exactly one action, e.g. <answer>search[red running shoes]</answer> or "
-            "<answer>click[buy now]</answer>.",
+            "Answer with exactly one of the available actions, e.g. <answer>search[words of the instruction]"
+            "</answer> or <answer>click[buy now]</answer>.",
         ]
         return "\n".join(lines)
 
@@ -297,13 +318,35 @@ class WebShopEnv(TextAECEnv):
         if not result.valid:
             feedback = "Nothing happened: that is not search[...] or a click on this page's actions."
             return StepOutcome(invalid=True, feedback=feedback)
+        local = {}
+        if self.subgoal_reward and (new := self._milestones() - self.milestones):
+            self.milestones |= new
+            local["subgoal"] = self.subgoal_reward * len(new)
         if not result.done:
-            return StepOutcome(feedback="")
+            return StepOutcome(local=local, feedback="")
         score = float(result.reward)
         self.purchase = {"asin": self.session.state.asin, "score": score, **result.info}
         return StepOutcome(
-            team={"score": score}, terminated=True, success=score == 1.0, feedback=f"Bought: score {score}"
+            team={"score": score},
+            local=local,
+            terminated=True,
+            success=score == 1.0,
+            feedback=f"Bought: score {score}",
         )
+
+    def _milestones(self) -> set[str]:
+        """The milestones of a right purchase reached now (local shop): the goal product on the
+        results page shown, the goal product open, each goal option value chosen on it."""
+        state, target = self.session.state, self.goal["asin"]
+        reached = set()
+        if state.kind == "results" and target in self.session.page_asins():
+            reached.add("shown")
+        if state.asin == target and state.kind in ("item", "sub", "done"):
+            reached.add("opened")
+            chosen = {value for _, value in state.options}
+            wanted = self.shop.option_clicks(self.goal, self.shop.by_asin[target])
+            reached |= {f"option:{value}" for value in wanted if value in chosen}
+        return reached
 
     # ------------------------------------------------------------------ scripted players
     def oracle_response(self, agent: str) -> str:

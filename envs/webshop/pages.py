@@ -119,7 +119,7 @@ class ShopSession:
             keys = ["search"]
         elif kind == "results":
             keys = [BACK_TO_SEARCH] + ([PREV_PAGE] if self.state.page > 1 else []) + [NEXT_PAGE]
-            keys += [asin for asin in self._page_asins()]
+            keys += [asin for asin in self.page_asins()]
         elif kind == "item":
             keys = [BACK_TO_SEARCH, PREV_PAGE, *self.sub_pages(), BUY_NOW]
             keys += [value for values in self._product()["options"].values() for value in values]
@@ -187,7 +187,8 @@ class ShopSession:
     def _product(self) -> dict:
         return self.shop.by_asin[self.state.asin]
 
-    def _page_asins(self) -> list[str]:
+    def page_asins(self) -> list[str]:
+        """The asins on the results page shown (the hits of its page)."""
         start = (self.state.page - 1) * PRODUCTS_PER_PAGE
         return self.hits[max(start, 0) : max(start + PRODUCTS_PER_PAGE, 0)]
 
@@ -196,7 +197,7 @@ class ShopSession:
         if kind == "search":
             return render_search(instruction)
         if kind == "results":
-            products = [self.shop.by_asin[asin] for asin in self._page_asins()]
+            products = [self.shop.by_asin[asin] for asin in self.page_asins()]
             return render_results(instruction, self.state.page, len(self.hits), products)
         if kind == "item":
             return render_item(instruction, self._product(), self.sub_pages())

@@ -66,6 +66,39 @@ def test_invalid_actions_cost_the_penalty_and_change_nothing():
         assert env.session.state == state
 
 
+@pytest.mark.parametrize("reward", [0.0, 0.1])
+def test_the_subgoal_term_pays_each_milestone_of_a_right_purchase_once(reward):
+    env = envs.make("webshop-v0", team="single", split="test", subgoal_reward=reward)
+    seed = split_seeds("test", 1)[0]
+    env.reset(seed=seed)
+    goal = env.goal
+    wanted = env.shop.option_clicks(goal, env.shop.by_asin[goal["asin"]])
+    paid, reopened = [], False
+
+    def act(text):
+        env.step(text)
+        paid.append(env.infos["shopper_0"]["reward_terms"].get("local/subgoal", 0.0))
+
+    while not (env.terminations["shopper_0"] or env.truncations["shopper_0"]):
+        action = env.oracle_response("shopper_0")
+        act(action)
+        if action == f"<answer>click[{goal['asin'].lower()}]</answer>" and not reopened:
+            # back to the results and open the product again: nothing more is paid
+            act("<answer>click[< prev]</answer>")
+            act(action)
+            assert paid[-2:] == [0.0, 0.0]
+            reopened = True
+    assert reopened
+    assert env.success and env.infos["shopper_0"]["reward_terms"]["team/score"] == 1.0
+    # shown, opened, and one per goal option value: each once
+    assert sum(paid) == pytest.approx(reward * (2 + len(wanted)))
+
+
+def test_the_subgoal_term_needs_the_local_shop():
+    with pytest.raises(ValueError, match="subgoal_reward=0"):
+        envs.make("webshop-v0", backend="server", server_url="http://127.0.0.1:1", subgoal_reward=0.1)
+
+
 def test_rule_baseline_buys_every_time_and_sometimes_right():
     env = envs.make("webshop-v0", team="single", split="test")
     scores = []
@@ -125,6 +158,7 @@ def test_benchmark_settings_name_the_catalog_and_goal_type():
         ({"backend": "http"}, "backend"),
         ({"backend": "server"}, "server_url"),
         ({"history": -1}, "history"),
+        ({"subgoal_reward": -0.1}, "subgoal_reward"),
         ({"goal_type": "both"}, "goal_type"),
     ],
 )
