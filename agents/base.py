@@ -89,6 +89,10 @@ class Prompt:
             model continues it (e.g. ``"<answer>"``: small models then answer in the env's
             grammar far more often). Its tokens belong to the prompt, not to the sampled
             response; the full reply is ``prefix + generation.text``.
+        seed: This prompt's own sampler seed (None: the call's ``SamplingParams.seed``). Its
+            samples then depend on the prompt, the seed and the model only, not on which
+            other prompts share the call: a rollout split over workers samples what one
+            process would (``trainers.runtime``).
     """
 
     text: str
@@ -96,6 +100,7 @@ class Prompt:
     env: Any = None
     agent: str | None = None
     prefix: str = ""
+    seed: int | None = None
 
 
 def check_num_samples(num_samples: object) -> int:

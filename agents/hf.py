@@ -159,16 +159,37 @@ class HFPolicy:
 
         check_num_samples(num_samples)
         sampling = sampling or SamplingParams()
+        prompts = [as_prompt(p) for p in prompts]
         prompt_ids = [self.prompt_token_ids(p) for p in prompts]
         generator = torch.Generator(device=self.device)
         generator.manual_seed(sampling.seed if sampling.seed is not None else int(torch.seed() % 2**63))
+        # Prompts with their own seed sample from their own generator (Prompt.seed), so their
+        # samples do not depend on the other prompts of the call.
+        own_seeds = any(p.seed is not None for p in prompts)
         per_chunk = max(1, self.max_batch_rows // num_samples)
         results: list[list[Generation]] = []
         with torch.inference_mode(), self.using_adapter(adapter):
             for start in range(0, len(prompt_ids), per_chunk):
                 chunk = prompt_ids[start : start + per_chunk]
-                results += self._generate_chunk(chunk, num_samples, sampling, generator)
+                generators = (
+                    [self._prompt_generator(p, generator) for p in prompts[start : start + per_chunk]]
+                    if own_seeds
+                    else generator
+                )
+                results += self._generate_chunk(chunk, num_samples, sampling, generators)
         return results
+
+    def _prompt_generator(self, prompt: Prompt, shared: Any) -> Any:
+        """A generator for one prompt's samples: seeded by ``prompt.seed``, or by a draw from
+        the call's generator for a prompt without one."""
+        import torch
+
+        seed = prompt.seed
+        if seed is None:
+            seed = int(torch.randint(2**62, (1,), generator=shared, device=self.device).item())
+        generator = torch.Generator(device=self.device)
+        generator.manual_seed(seed % 2**63)
+        return generator
 
     def _generate_chunk(
         self, prompt_ids: list[list[int]], num_samples: int, sampling: SamplingParams, generator: Any
@@ -210,7 +231,7 @@ class HFPolicy:
         longest_stop = max((len(s) for s in sampling.stop), default=0)
 
         for step in range(sampling.max_new_tokens):
-            sampled, sampled_logprobs = sample_next(logits, sampling, generator)
+            sampled, sampled_logprobs = _sample_rows(logits, sampling, generator, live, num_samples)
             for row, token, logprob in zip(live, sampled.tolist(), sampled_logprobs.tolist(), strict=True):
                 tokens[row].append(token)
                 logprobs[row].append(logprob)
@@ -265,3 +286,26 @@ class HFPolicy:
                 )
             out.append(group)
         return out
+
+
+def _sample_rows(
+    logits: Any, sampling: SamplingParams, generator: Any, live: list[int], num_samples: int
+) -> tuple[Any, Any]:
+    """``sample_next`` for the live rows; ``generator`` is one for all rows, or a list with one
+    per prompt (row ``r`` belongs to prompt ``r // num_samples``), each drawing for its rows."""
+    if not isinstance(generator, list) or sampling.greedy:
+        return sample_next(logits, sampling, None if isinstance(generator, list) else generator)
+    import torch
+
+    owners: dict[int, list[int]] = {}
+    for position, row in enumerate(live):
+        owners.setdefault(row // num_samples, []).append(position)
+    order, tokens, logprobs = [], [], []
+    for prompt, positions in owners.items():
+        index = torch.tensor(positions, device=logits.device)
+        sampled, sampled_logprobs = sample_next(logits[index], sampling, generator[prompt])
+        order += positions
+        tokens.append(sampled)
+        logprobs.append(sampled_logprobs)
+    back = torch.argsort(torch.tensor(order, device=logits.device))  # rows back in live order
+    return torch.cat(tokens)[back], torch.cat(logprobs)[back]

@@ -143,8 +143,9 @@ class RandomPolicy:
         """For each prompt, ``num_samples`` answers ``<answer>MOVE</answer>`` with MOVE drawn
         uniformly from ``env.infos[agent]["legal_moves"]`` (``<answer></answer>`` if none).
 
-        The RNG is ``np.random.default_rng(sampling.seed)`` when that seed is set, else the
-        policy's own stream.
+        The RNG is ``np.random.default_rng(prompt.seed)`` for a prompt with its own seed, else
+        ``np.random.default_rng(sampling.seed)`` when that seed is set, else the policy's own
+        stream.
 
         Raises:
             ValueError: A prompt without an attached env and agent, or a non-None adapter.
@@ -156,6 +157,8 @@ class RandomPolicy:
         results = []
         for prompt in prompts:
             env, agent = _env_and_agent(self.name, prompt)
+            own = as_prompt(prompt).seed
+            draw = np.random.default_rng(own) if own is not None else rng
             info = getattr(env, "infos", {}).get(agent)
             if info is None or "legal_moves" not in info:
                 raise TypeError(
@@ -165,7 +168,7 @@ class RandomPolicy:
             legal = list(info["legal_moves"])
             group = []
             for _ in range(num_samples):
-                move = legal[int(rng.integers(len(legal)))] if legal else ""
+                move = legal[int(draw.integers(len(legal)))] if legal else ""
                 group.append(_scripted_generation(f"<answer>{move}</answer>"))
             results.append(group)
         return results

@@ -54,7 +54,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from agents.base import Generation, Prompt, SamplingParams, check_num_samples
+from agents.base import Generation, Prompt, SamplingParams, as_prompt, check_num_samples
 from agents.hf import HFPolicy, LoraSettings
 from agents.models import DEFAULT_MODEL, TINY_TEST_MODEL, resolve_model
 from agents.sampling import find_stop
@@ -371,6 +371,12 @@ class VLLMPolicy:
             return []
         self._wake()
         base_seed = sampling.seed if sampling.seed is not None else random.randrange(2**31)
+        # vLLM seeds sample k of a request with seed + k: keep prompts' seeds apart; a prompt's
+        # own seed (Prompt.seed) makes its samples independent of the rest of the call.
+        seeds = [
+            own if (own := as_prompt(prompt).seed) is not None else base_seed + i * num_samples
+            for i, prompt in enumerate(prompts)
+        ]
         # Greedy samples are all the same, and vLLM refuses n > 1 for greedy: sample once, copy.
         engine_samples = 1 if sampling.greedy else num_samples
         requests = [
@@ -381,11 +387,10 @@ class VLLMPolicy:
                 max_tokens=sampling.max_new_tokens,
                 stop=list(sampling.stop) or None,
                 stop_token_ids=sorted(self.end_token_ids),
-                # vLLM seeds sample k of a request with seed + k: keep prompts' seeds apart.
-                seed=(base_seed + i * num_samples) % 2**63,
+                seed=seed % 2**63,
                 logprobs=0,  # the sampled token's logprob only
             )
-            for i in range(len(prompt_ids))
+            for seed in seeds
         ]
         lora_request = self._lora_requests.get(adapter) if adapter is not None else None
         engine = self.engines[adapter] if self.merged else self.engines[None]

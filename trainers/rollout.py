@@ -13,11 +13,16 @@ So each candidate acts on a clone of the env it observed (the reference code act
 stale env), and every agent - not only the first - gets K distinct actions from one state
 (the reference code generated for all agents before selecting, so later agents saw K
 identical states). ``plain_rollout`` plays N independent episodes per task (GRPO, GiGPO,
-MATPO). ``rollout_for_step`` is what one training step plays: its tasks (``training_tasks``)
-and sampler seed are functions of the config's seed and the step.
+MATPO). A ``RolloutRequest`` names what to play (tasks, tree or plain, K, sampling, seed) as
+plain data, so a runtime can play it anywhere (``trainers.runtime``); ``play`` plays one on a
+team. ``step_request`` is what one training step plays: its tasks (``training_tasks``) and
+sampler seed are functions of the config's seed and the step.
 
 Both batch across tasks: at each turn, the prompts of every live task that the same
-policy (and adapter) plays go into one ``generate`` call. Responses are only ever text
+policy (and adapter) plays go into one ``generate`` call. Each prompt carries its own sampler
+seed, drawn from its path's stream (``path_rng``: a function of the rollout seed, the task and
+the path index), so a path plays the same whichever paths share its calls: a rollout split
+over workers (``trainers.runtime``) returns what one process returns. Responses are only ever text
 for the env to parse: malformed output is an invalid action with its penalty, never an
 exception.
 """
@@ -29,6 +34,7 @@ import inspect
 import json
 import random
 import time
+import zlib
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -52,7 +58,11 @@ __all__ = [
     "SELECTIONS",
     "training_tasks",
     "training_sampling",
+    "RolloutRequest",
+    "play",
+    "step_request",
     "rollout_for_step",
+    "path_rng",
 ]
 
 SELECTIONS = ("greedy", "softmax")
@@ -176,11 +186,13 @@ def make_task_env(task: TaskKey, env_kwargs: Mapping[str, Any] | None = None):
 
 @dataclass
 class _Path:
-    """One live episode path: its env, the executed turns, and per-agent returns."""
+    """One live episode path: its env, the executed turns, per-agent returns, and its own
+    random stream (sampler seeds, selection tie-breaks: ``path_rng``)."""
 
     task: TaskKey
     index: int
     env: Any
+    rng: np.random.Generator
     turns: list[Turn] = dataclasses.field(default_factory=list)
     returns: dict[str, float] = dataclasses.field(default_factory=dict)
     node: tuple[int, ...] = ()
@@ -218,16 +230,24 @@ class _Clock:
         }
 
 
+def path_rng(seed: int, task: TaskKey, index: int) -> np.random.Generator:
+    """The random stream of path ``index`` of ``task`` in a rollout seeded ``seed``: its
+    prompts' sampler seeds and its selection tie-breaks. A path's draws depend on nothing
+    else, so a rollout split over workers plays what one process plays."""
+    env_id = zlib.crc32(f"{task.env_id}/{task.split}".encode())
+    return np.random.default_rng([seed % 2**63, env_id, task.seed % 2**63, index])
+
+
 def _generate_for(
     paths: Sequence[_Path],
     team: Team,
     num_samples: int,
     sampling: SamplingParams,
-    rng: np.random.Generator,
     clock: _Clock,
 ) -> dict[int, list[Generation]]:
     """Sample ``num_samples`` responses for the acting agent of every path, one
-    ``generate`` call per (policy, adapter) pair. Returns path position -> generations."""
+    ``generate`` call per (policy, adapter) pair, each prompt with a seed from its path's
+    stream. Returns path position -> generations."""
     by_binding: dict[tuple[int, str | None], list[int]] = defaultdict(list)
     for position, path in enumerate(paths):
         binding = team.binding(path.env.agent_selection)
@@ -235,11 +255,16 @@ def _generate_for(
     out: dict[int, list[Generation]] = {}
     for positions in by_binding.values():
         binding = team.binding(paths[positions[0]].env.agent_selection)
-        prompts = [team.prompt_for(paths[p].env, paths[p].env.agent_selection) for p in positions]
-        call_sampling = dataclasses.replace(sampling, seed=int(rng.integers(2**31)))
+        prompts = [
+            dataclasses.replace(
+                team.prompt_for(paths[p].env, paths[p].env.agent_selection),
+                seed=int(paths[p].rng.integers(2**31)),
+            )
+            for p in positions
+        ]
         started = time.perf_counter()
         groups = binding.policy.generate(
-            prompts, num_samples=num_samples, sampling=call_sampling, adapter=binding.adapter
+            prompts, num_samples=num_samples, sampling=sampling, adapter=binding.adapter
         )
         clock.generate_seconds += time.perf_counter() - started
         clock.generate_calls += 1
@@ -262,11 +287,13 @@ class _Node:
 
 
 def _start_paths(
-    tasks: Sequence[TaskKey], per_task: int, team: Team, env_kwargs: Mapping[str, Any] | None
+    tasks: Sequence[TaskKey], per_task: int, team: Team, env_kwargs: Mapping[str, Any] | None, seed: int
 ) -> list[_Path]:
     """``per_task`` live paths per task, each on its own freshly reset env the team fits."""
     paths = [
-        _Path(task, index, make_task_env(task, env_kwargs)) for task in tasks for index in range(per_task)
+        _Path(task, index, make_task_env(task, env_kwargs), path_rng(seed, task, index))
+        for task in tasks
+        for index in range(per_task)
     ]
     for path in paths:
         team.check_env(path.env)
@@ -348,12 +375,13 @@ def tree_rollout(
         tasks: The tasks to play (one tree, one live env per task).
         team: Who plays each role.
         num_candidates: K, candidates sampled per (task, turn, agent) node.
-        sampling: Sampling parameters (their seed is replaced per call from ``seed``).
+        sampling: Sampling parameters (each prompt gets its own seed from its path's stream).
         selection: ``"greedy"`` (argmax reward, seeded ties) or ``"softmax"``
             (k* ~ softmax(r / selection_temperature)).
         selection_temperature: tau of the softmax selection.
         env_kwargs: Passed to ``envs.make`` (team variant, difficulty, max_cycles...).
-        seed: Seeds selection tie-breaks and the sampler seeds of every call.
+        seed: Seeds every path's stream (``path_rng``): its prompts' sampler seeds and its
+            selection tie-breaks.
 
     Returns:
         ``RolloutBatch``: samples = all K candidates of every node (in node order, then
@@ -366,17 +394,18 @@ def tree_rollout(
     if selection_temperature <= 0:
         raise ValueError(f"selection_temperature must be > 0, got {selection_temperature}")
     clock = _Clock()
-    paths = _start_paths(tasks, 1, team, env_kwargs)
-    rng = np.random.default_rng(seed)
+    paths = _start_paths(tasks, 1, team, env_kwargs, seed)
     samples: list[Turn] = []
     while live := [path for path in paths if not path.done]:
-        generations = _generate_for(live, team, num_candidates, sampling, rng, clock)
+        generations = _generate_for(live, team, num_candidates, sampling, clock)
         for position, path in enumerate(live):
             node, branches = _node(path, team), []
             for k, generation in enumerate(generations[position]):
                 branch = path.env.clone()  # the candidate acts on a copy of the env it observed
                 branches.append((branch, _play(path, node, branch, generation, k, selected=False)))
-            chosen = _select([turn.reward for _, turn in branches], selection, selection_temperature, rng)
+            chosen = _select(
+                [turn.reward for _, turn in branches], selection, selection_temperature, path.rng
+            )
             node_turns = [
                 dataclasses.replace(turn, selected=(k == chosen)) for k, (_, turn) in enumerate(branches)
             ]
@@ -401,10 +430,9 @@ def plain_rollout(
     if not isinstance(episodes_per_task, int) or episodes_per_task < 1:
         raise ValueError(f"episodes_per_task must be an int >= 1, got {episodes_per_task!r}")
     clock = _Clock()
-    paths = _start_paths(tasks, episodes_per_task, team, env_kwargs)
-    rng = np.random.default_rng(seed)
+    paths = _start_paths(tasks, episodes_per_task, team, env_kwargs, seed)
     while live := [path for path in paths if not path.done]:
-        generations = _generate_for(live, team, 1, sampling, rng, clock)
+        generations = _generate_for(live, team, 1, sampling, clock)
         for position, path in enumerate(live):
             node = _node(path, team)
             turn = _play(path, node, path.env, generations[position][0], candidate=0, selected=True)
@@ -436,26 +464,76 @@ def training_sampling(config: Any) -> SamplingParams:
     )
 
 
-def rollout_for_step(config: Any, team: Team, step: int, sampling: SamplingParams):
-    """The rollouts of training step ``step`` (tree or plain, per ``config.rollout``;
-    ``config``: a ``trainers.config.TrainConfig``): a pure function of (config, step, weights)."""
-    tasks, seed = training_tasks(config, step), config.seed * 1_000_003 + step
-    env_kwargs = config.env_setup.make_kwargs
-    if config.rollout == "tree":
+@dataclass(frozen=True)
+class RolloutRequest:
+    """What to play, as plain data a runtime can ship to a worker: ``play(request, team)`` is
+    a function of (request, the team's weights).
+
+    Attributes:
+        tasks: The tasks, in order.
+        sampling: How to sample (each prompt gets its own seed, drawn from ``seed``).
+        mode: ``"tree"`` (AT-GRPO tree sampling, ``per_task`` = K candidates per node) or
+            ``"plain"`` (``per_task`` independent episodes per task).
+        per_task: K (tree) or episodes per task (plain).
+        selection: Tree rollouts: ``"greedy"`` or ``"softmax"`` (``tree_rollout``).
+        selection_temperature: Tree rollouts: the softmax selection's tau.
+        env_kwargs: ``envs.make`` arguments of every task's env.
+        seed: Seeds every path's stream (``path_rng``): sampler seeds and selection tie-breaks.
+    """
+
+    tasks: tuple[TaskKey, ...]
+    sampling: SamplingParams
+    mode: str = "plain"
+    per_task: int = 1
+    selection: str = "greedy"
+    selection_temperature: float = 1.0
+    env_kwargs: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.mode not in ("tree", "plain"):
+            raise ValueError(f"RolloutRequest.mode must be 'tree' or 'plain', got {self.mode!r}")
+        object.__setattr__(self, "tasks", tuple(self.tasks))
+
+
+def play(request: RolloutRequest, team: Team) -> RolloutBatch:
+    """Play ``request`` with ``team`` in this process."""
+    if request.mode == "tree":
         return tree_rollout(
-            tasks,
+            request.tasks,
             team,
-            num_candidates=config.num_generations,
-            sampling=sampling,
-            selection=config.selection,
-            env_kwargs=env_kwargs,
-            seed=seed,
+            num_candidates=request.per_task,
+            sampling=request.sampling,
+            selection=request.selection,
+            selection_temperature=request.selection_temperature,
+            env_kwargs=request.env_kwargs,
+            seed=request.seed,
         )
     return plain_rollout(
-        tasks,
+        request.tasks,
         team,
-        episodes_per_task=config.num_generations,
-        sampling=sampling,
-        env_kwargs=env_kwargs,
-        seed=seed,
+        episodes_per_task=request.per_task,
+        sampling=request.sampling,
+        env_kwargs=request.env_kwargs,
+        seed=request.seed,
     )
+
+
+def step_request(config: Any, step: int, sampling: SamplingParams) -> RolloutRequest:
+    """The rollouts of training step ``step`` (tree or plain, per ``config.rollout``;
+    ``config``: a ``trainers.config.TrainConfig``): a function of (config, step) alone."""
+    return RolloutRequest(
+        tasks=tuple(training_tasks(config, step)),
+        sampling=sampling,
+        mode="tree" if config.rollout == "tree" else "plain",
+        per_task=config.num_generations,
+        selection=config.selection,
+        env_kwargs=config.env_setup.make_kwargs,
+        seed=config.seed * 1_000_003 + step,
+    )
+
+
+def rollout_for_step(config: Any, team: Team, step: int, sampling: SamplingParams) -> RolloutBatch:
+    """Play training step ``step``'s rollouts (``step_request``) with ``team`` in this process:
+    a pure function of (config, step, weights)."""
+    return play(step_request(config, step, sampling), team)

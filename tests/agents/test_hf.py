@@ -8,10 +8,12 @@ temperature (max abs diff <= 1e-4 in fp32), with stop strings and padding in the
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 import torch
 
-from agents.base import Prompt, SamplingParams
+from agents.base import Prompt, SamplingParams, as_prompt
 from agents.hf import HFPolicy
 from agents.sampling import sampling_logprobs
 
@@ -98,6 +100,23 @@ def test_greedy_is_padding_and_chunking_invariant(tiny):
     chunked = HFPolicy("tiny-test", max_batch_rows=2).generate(PROMPTS, num_samples=2, sampling=greedy)
     assert_same_samples(chunked, batched)
     assert max_logprob_error(tiny, batched, 0.0) <= LOGPROB_TOLERANCE
+
+
+def test_a_prompt_with_its_own_seed_samples_the_same_beside_any_other_prompts(tiny):
+    """Prompt.seed: a prompt's samples depend on it, its seed and the model, not on the rest of
+    the call (what lets a rollout be split over workers)."""
+    sampling = SamplingParams(max_new_tokens=12, seed=5)
+    seeded = [dataclasses.replace(as_prompt(p), seed=100 + i) for i, p in enumerate(PROMPTS)]
+    together = tiny.generate(seeded, num_samples=3, sampling=sampling)
+    alone = [tiny.generate([p], num_samples=3, sampling=SamplingParams(max_new_tokens=12))[0] for p in seeded]
+    assert_same_samples(together, alone)
+    reordered = tiny.generate(seeded[::-1], num_samples=3, sampling=sampling)[::-1]
+    assert_same_samples(together, reordered)
+    chunked = HFPolicy("tiny-test", max_batch_rows=2).generate(seeded, num_samples=3, sampling=sampling)
+    assert_same_samples(together, chunked)
+    other = tiny.generate([dataclasses.replace(seeded[0], seed=7)], num_samples=3, sampling=sampling)
+    assert other[0] != together[0]
+    assert max_logprob_error(tiny, together, 1.0) <= LOGPROB_TOLERANCE
 
 
 def test_finish_reasons_length_and_eos(tiny):

@@ -3,8 +3,10 @@ adversarial and tiny-model policies on the planning envs."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections import defaultdict
 
+import numpy as np
 import pytest
 
 import envs
@@ -14,7 +16,7 @@ from agents.scripted import OraclePolicy, RandomPolicy
 from agents.team import Team
 from trainers.errors import ConfigError
 from trainers.records import TaskKey
-from trainers.rollout import EnvSetup, make_task_env, plain_rollout, tree_rollout
+from trainers.rollout import EnvSetup, RolloutRequest, make_task_env, plain_rollout, play, tree_rollout
 
 ENV_IDS = ("plan_path-v0", "sokoban-v0", "sudoku-v0")
 K = 4
@@ -232,6 +234,44 @@ def test_model_policy_records_tokens_and_logprobs():
     )
 
 
+@pytest.mark.parametrize("mode", ["tree", "plain"])
+@pytest.mark.parametrize("policy", ["random", "tiny-test"])
+def test_a_task_plays_the_same_whichever_tasks_share_its_rollout(mode, policy):
+    """Every path draws from its own stream (path_rng) and every prompt carries its own seed,
+    so splitting a rollout's tasks over workers changes nothing (trainers.runtime)."""
+    if policy == "random":
+        team = random_team("plan_path-v0", max_cycles=2)
+    else:
+        env = envs.make("plan_path")
+        team = Team.per_role(env, HFPolicy("tiny-test", adapters=env.roles))
+    request = RolloutRequest(
+        tasks("plan_path-v0", 3), SamplingParams(max_new_tokens=6), mode=mode, per_task=3,
+        env_kwargs={"max_cycles": 2}, seed=11,
+    )  # fmt: skip
+    together = play(request, team)
+    for task in request.tasks:
+        alone = play(dataclasses.replace(request, tasks=(task,)), team)
+        assert_same_turns(alone.samples, [t for t in together.samples if t.task == task])
+        episodes = [e for e in together.episodes if e.task == task]
+        assert [dataclasses.replace(e, turns=()) for e in alone.episodes] == [
+            dataclasses.replace(e, turns=()) for e in episodes
+        ]
+        assert_same_turns(
+            [t for e in alone.episodes for t in e.turns], [t for e in episodes for t in e.turns]
+        )
+    assert len({t.response for t in together.samples}) > 1  # they did sample
+
+
+def assert_same_turns(a, b):
+    """Equal turns; a model's logprobs up to float noise: a row's logits move by ~1e-7 when
+    other prompts of other lengths share its batch (the matmuls change shape), which no token
+    choice here feels but an exact float comparison would."""
+    assert len(a) == len(b)
+    for x, y in zip(a, b, strict=True):
+        assert dataclasses.replace(x, logprobs=()) == dataclasses.replace(y, logprobs=())
+        assert np.allclose(x.logprobs, y.logprobs, rtol=0, atol=1e-5)
+
+
 def test_argument_errors():
     team = random_team("plan_path-v0")
     with pytest.raises(ValueError, match="selection='best'"):
@@ -271,6 +311,7 @@ def test_training_evaluation_and_benchmarks_build_the_same_env(monkeypatch, tmp_
     from trainers.at_grpo import _evaluate
     from trainers.config import TrainConfig, resolve_config
     from trainers.rollout import rollout_for_step, training_sampling
+    from trainers.runtime import LocalRuntime
 
     made: dict[str, list[tuple]] = defaultdict(list)
     source = ["?"]
@@ -294,7 +335,7 @@ def test_training_evaluation_and_benchmarks_build_the_same_env(monkeypatch, tmp_
     source[0] = "training rollout"
     rollout_for_step(config, team, 1, training_sampling(config))
     source[0] = "evaluation"
-    _evaluate(config, team, Logger(), 0)
+    _evaluate(config, LocalRuntime(team, learner=None), Logger(), 0)
     source[0] = "benchmark"
     run_evaluation(
         EvalConfig(
