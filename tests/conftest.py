@@ -3,8 +3,9 @@
 * ``@pytest.mark.gpu`` tests are skipped without CUDA.
 * ``@pytest.mark.vllm`` tests are skipped when vLLM is not installed, unless
   ``TEAMGYM_REQUIRE_VLLM=1`` (``.ci/run`` sets it; ``spiel`` tests and
-  ``TEAMGYM_REQUIRE_SPIEL=1`` likewise for OpenSpiel): then they run and fail, so CI cannot
-  pass by skipping the backend it installed.
+  ``TEAMGYM_REQUIRE_SPIEL=1`` likewise for OpenSpiel, ``ray`` tests and
+  ``TEAMGYM_REQUIRE_RAY=1`` for Ray): then they run and fail, so CI cannot pass by skipping
+  the backend it installed.
 * Without bubblewrap the sandbox refuses to run code unless the user opts in to host
   access; the suite opts in for itself (its programs are its own), unless
   ``TEAMGYM_REQUIRE_BWRAP=1`` (``.ci/run`` sets it): then the isolated mode must work.
@@ -57,6 +58,7 @@ def pytest_configure(config):
 def pytest_collection_modifyitems(config, items):
     _skip_vllm_tests_without_vllm(items)
     _skip_spiel_tests_without_spiel(items)
+    _skip_ray_tests_without_ray(items)
     gpu_items = [item for item in items if item.get_closest_marker("gpu")]
     if not gpu_items:
         return
@@ -95,6 +97,15 @@ def _skip_spiel_tests_without_spiel(items) -> None:
     )
     for item in items:
         if item.get_closest_marker("spiel"):
+            item.add_marker(skip)
+
+
+def _skip_ray_tests_without_ray(items) -> None:
+    if importlib.util.find_spec("ray") is not None or os.environ.get("TEAMGYM_REQUIRE_RAY") == "1":
+        return
+    skip = pytest.mark.skip(reason="needs Ray (marked ray): pip install 'teamgym[ray]'")
+    for item in items:
+        if item.get_closest_marker("ray"):
             item.add_marker(skip)
 
 

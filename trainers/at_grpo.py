@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import random
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -43,17 +42,13 @@ import numpy as np
 
 import envs
 from agents.base import SamplingParams
-from agents.team import Team
 from agents.threads import choose_threads
 from trainers.advantages import ADVANTAGE_ESTIMATORS, compute_advantages
 from trainers.backends import apply_thread_policy, check_model_available
 from trainers.checkpoint import (
     init_checkpoint,
     latest_checkpoint,
-    load_checkpoint,
-    load_initial_weights,
     resume_checkpoint,
-    save_checkpoint,
 )
 from trainers.cli import config_to_dict, parse_overrides
 from trainers.config import (
@@ -66,14 +61,14 @@ from trainers.config import (
 )
 from trainers.episode_store import drop_episodes_after, write_episodes
 from trainers.errors import run_command
-from trainers.evaluation import EvalResult, episode_metrics, evaluate, sample_metrics
-from trainers.learner import Learner
+from trainers.evaluation import EvalResult, episode_metrics, eval_result, evaluation_request, sample_metrics
 from trainers.progress import RunProgress
 from trainers.records import Episode
-from trainers.rollout import rollout_for_step, training_sampling
+from trainers.rollout import step_request, training_sampling
 from trainers.run_dirs import check_writable_dir, load_saved_config, new_run_dir
 from trainers.run_log import RunLogger, atomic_write_text, read_jsonl
-from trainers.teams import build_team, served_policies, sync_served_weights
+from trainers.runtime import Runtime, make_runtime
+from trainers.workers import seed_everything
 
 __all__ = ["Summary", "train", "main", "parse_train_args", "load_run_config"]
 
@@ -124,14 +119,6 @@ def _new_run_dir(config: TrainConfig) -> Path:
     return new_run_dir(config.output_dir, config.run_name, stem)
 
 
-def _seed_everything(seed: int) -> None:
-    import torch
-
-    random.seed(seed)
-    np.random.seed(seed)
-    torch.manual_seed(seed)
-
-
 # ---------------------------------------------------------------------------- one step
 def _learner_metrics(per_unit: Mapping[str, Mapping[str, float]]) -> dict[str, float]:
     """Per-unit learner metrics under ``learner/<unit>/``, plus their mean over the units
@@ -157,21 +144,18 @@ def _no_phase(text: str) -> None:
 
 def train_step(
     config: TrainConfig,
-    team: Team,
-    learner: Learner,
+    runtime: Runtime,
     step: int,
     phase: Callable[[str], None] = _no_phase,
     estimator_state: dict[str, Any] | None = None,
 ) -> tuple[dict[str, float], tuple[Episode, ...]]:
-    """Rollout, advantages, update; the step's metrics and the episodes it played.
-    ``phase`` is told what the step is doing (the progress display shows it).
+    """Collect, advantages, update, publish (``runtime``'s verbs); the step's metrics and the
+    episodes it played. ``phase`` is told what the step is doing (the progress display shows it).
     ``estimator_state``: ``{"state": ...}`` a stateful estimator (``rae``) reads and updates
     in place; the caller saves it in checkpoints."""
     started = time.perf_counter()
     phase(f"step {step}: rolling out {config.tasks_per_step} tasks x K={config.num_generations}")
-    batch = rollout_for_step(config, team, step, training_sampling(config))
-    for policy in served_policies(team):
-        policy.sleep()  # --vllm-sleep: give the engine's GPU memory to the learner
+    batch = runtime.collect(step_request(config, step, training_sampling(config)))
     advantage_start = time.perf_counter()
     options = estimator_options(config)
     stateful = ADVANTAGE_ESTIMATORS[config.estimator].stateful
@@ -182,11 +166,11 @@ def train_step(
         estimator_state["state"] = result.state
     learner_start = time.perf_counter()
     phase(f"step {step}: updating on {len(batch.samples)} samples")
-    per_unit = learner.step(batch.samples, result, seed=config.seed * 1_000_003 + step)
+    per_unit = runtime.update(batch.samples, result, seed=config.seed * 1_000_003 + step)
     sync_start = time.perf_counter()
-    if served_policies(team):
+    if runtime.serves_copies:
         phase(f"step {step}: syncing weights to the engine")
-    sync_seconds = sync_served_weights(team)  # the next rollout samples from the new weights
+    sync_seconds = runtime.publish()  # the next rollout samples from the new weights
     done = time.perf_counter()
     stats = batch.stats
     diagnostics = {f"adv/{k}": float(v) for k, v in result.diagnostics.items() if isinstance(v, int | float)}
@@ -201,42 +185,29 @@ def train_step(
         "time/env": stats["time/env"],
         "time/advantages": learner_start - advantage_start,
         "time/learner": sync_start - learner_start,
-        **({"time/sync": sync_seconds} if served_policies(team) else {}),
+        **({"time/sync": sync_seconds} if runtime.serves_copies else {}),
         "time/step": done - started,
     }
     return metrics, batch.episodes
 
 
 # ---------------------------------------------------------------------------- the run
-def _evaluate(config: TrainConfig, team: Team, logger: RunLogger, step: int) -> dict[str, float]:
+def _evaluate(config: TrainConfig, runtime: Runtime, logger: RunLogger, step: int) -> dict[str, float]:
     sampling = SamplingParams(
         temperature=config.eval_temperature, max_new_tokens=config.max_new_tokens, stop=config.stop
     )
-    result: EvalResult = evaluate(
-        team,
+    request = evaluation_request(
         config.env,
         num_tasks=config.eval_tasks,
         sampling=sampling,
         env_kwargs=config.env_setup.make_kwargs,
         split=config.eval_split,
     )
+    result: EvalResult = eval_result(runtime.collect(request))
     logger.log_eval(step, result.metrics)
     if config.transcripts:
         logger.write_transcripts(step, result.episodes, limit=config.transcripts)
     return result.metrics
-
-
-def _initialise(config: TrainConfig, learner: Learner) -> str:
-    """--init: the named run's weights, and the KL reference of full-weight units with them;
-    returns the line that says where they came from."""
-    try:
-        source = load_initial_weights(config.init, learner, model=config.model)
-    except (FileNotFoundError, ValueError) as err:
-        raise ConfigError(str(err)) from None
-    for unit in learner.units.values():
-        if unit.reference is not None:  # LoRA units keep the base model (adapters off) as reference
-            unit.reference.load_state_dict(unit.policy.model.state_dict())
-    return f"init: weights from {source}"
 
 
 def _train_line(step: int, metrics: Mapping[str, float]) -> str:
@@ -293,22 +264,38 @@ def _run(
     config = dataclasses.replace(config, threads=apply_thread_policy(config.threads, say))  # in config.json
     run_dir = Path(config.resume) if config.resume else _new_run_dir(config)
     checkpoint = resume_checkpoint(run_dir) if config.resume else None  # newest intact one
-    _seed_everything(config.seed)  # LoRA initialisation draws from the global torch RNG
-    progress.phase(f"loading {config.model} ({config.backend})")
-    team = build_team(config, env)
-    learner = Learner(team, config.learner_config())
-    recomputing = [name for name, unit in learner.units.items() if learner.recomputes_old_logprobs(unit)]
+    seed_everything(config.seed)  # LoRA initialisation draws from the global torch RNG
+    progress.phase(f"loading {config.model} ({config.backend}, runtime {config.runtime})")
+    runtime = make_runtime(config, env)
+    try:
+        return _train(config, runtime, run_dir, checkpoint, initial_eval, progress, started)
+    finally:
+        runtime.close()
+
+
+def _train(
+    config: TrainConfig,
+    runtime: Runtime,
+    run_dir: Path,
+    checkpoint: Path | None,
+    initial_eval: dict[str, float] | None,
+    progress: RunProgress,
+    started: float,
+) -> Summary:
+    """The run on its runtime: checkpoint or --init weights, evaluations, the step loop."""
+    say = progress.write
+    recomputing = runtime.old_logprob_units()
     source = f"recomputed by the learner for {', '.join(recomputing)}" if recomputing else "the sampler's"
     say(f"pi_old: {source} (--old-logprobs {config.old_logprobs})")
-    saved = load_checkpoint(checkpoint, learner) if checkpoint else {"step": 0}
+    saved = runtime.load_checkpoint(checkpoint) if checkpoint else {"step": 0}
     start = saved["step"]
     # A stateful estimator's state (rae's seat baselines) continues where the checkpoint left it.
     estimator_state = {"state": saved.get("estimator_state")}
     progress.resume_at(start)
     if config.init and not checkpoint:
-        say(_initialise(config, learner))
+        say(runtime.initialise(config))
     if checkpoint or config.init:
-        sync_served_weights(team)  # engines still serve the base weights
+        runtime.publish()  # engines still serve the base weights
     say(f"run dir: {run_dir}" + (f" (resuming after step {start})" if config.resume else ""))
     logger = RunLogger(
         run_dir,
@@ -327,14 +314,14 @@ def _run(
             before = initial_eval
         if before is None:
             progress.phase(f"evaluating on {config.eval_tasks} held-out tasks (step 0)")
-            before = _evaluate(config, team, logger, 0)
+            before = _evaluate(config, runtime, logger, 0)
         last_eval = max(evals) if evals else 0
         after = evals[last_eval] if evals else before  # a resumed run's latest evaluation
         eval_text, train_text = _eval_line(last_eval, after), ""
         progress.show(eval_text)
         try:
             for step in range(start + 1, config.steps + 1):
-                metrics, episodes = train_step(config, team, learner, step, progress.phase, estimator_state)
+                metrics, episodes = train_step(config, runtime, step, progress.phase, estimator_state)
                 if config.save_episodes:
                     write_episodes(run_dir, step, episodes)
                 logger.log_step(step, metrics)
@@ -343,15 +330,14 @@ def _run(
                 last = step == config.steps
                 if last or (config.eval_every and step % config.eval_every == 0):
                     progress.phase(f"step {step}: evaluating on {config.eval_tasks} held-out tasks")
-                    after = _evaluate(config, team, logger, step)  # also redraws the plots
+                    after = _evaluate(config, runtime, logger, step)  # also redraws the plots
                     eval_text = _eval_line(step, after)
                     progress.show(f"{train_text} | {eval_text}")
                 if last or step % config.checkpoint_every == 0:
                     progress.phase(f"step {step}: saving a checkpoint")
-                    save_checkpoint(
+                    runtime.save_checkpoint(
                         run_dir,
                         step,
-                        learner,
                         {"config": config_to_dict(config), "estimator_state": estimator_state["state"]},
                         keep=config.keep_checkpoints,
                     )

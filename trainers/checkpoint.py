@@ -67,6 +67,7 @@ __all__ = [
     "latest_checkpoint",
     "resume_checkpoint",
     "list_checkpoints",
+    "unit_tensors",
 ]
 
 _PREFIX = "step_"
@@ -94,7 +95,7 @@ def _checkpoint_dir(run_dir: Path, step: int) -> Path:
     return run_dir / "checkpoints" / f"{_PREFIX}{step:06d}"
 
 
-def _unit_tensors(learner: Any) -> dict[str, torch.Tensor]:
+def unit_tensors(learner: Any) -> dict[str, torch.Tensor]:
     """``"<unit>/<parameter name>" -> tensor`` for every trainable parameter of every unit."""
     tensors: dict[str, torch.Tensor] = {}
     for name, unit in learner.units.items():
@@ -302,7 +303,7 @@ def save_checkpoint(
     tmp = final.with_name(f"{_TMP}{final.name}-{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
-    save_file(_unit_tensors(learner), str(tmp / _WEIGHTS))
+    save_file(unit_tensors(learner), str(tmp / _WEIGHTS))
     _write_tree(tmp, "optimizer", {name: unit.optimizer.state_dict() for name, unit in learner.units.items()})
     _write_tree(tmp, "rng", _rng_states())
     (tmp / _STATE).write_text(json.dumps({**state, "step": step}, indent=2))
@@ -512,7 +513,7 @@ def _read(path: Path) -> _Contents:
 
 def _copy_weights(saved: Mapping[str, torch.Tensor], learner: Any, path: Path) -> None:
     """Copy ``saved`` (``"<unit>/<parameter name>" -> tensor``) into the learner's units."""
-    current = _unit_tensors(learner)
+    current = unit_tensors(learner)
     if set(saved) != set(current):
         missing, unexpected = sorted(set(current) - set(saved)), sorted(set(saved) - set(current))
         raise ValueError(

@@ -126,6 +126,20 @@ class TrainConfig(BackendConfig):
     """Start from the trained weights of this run dir or checkpoint: a warm start (python -m trainers.sft)
     or an earlier run; a --policy shared warm start can seed per-role adapters. Same --model needed."""
 
+    # --- runtime ---
+    runtime: Literal["local", "ray"] = "local"
+    """Where the work runs: 'local' (this process) or 'ray' (rollout workers, engine servers and a
+    learner worker on a Ray cluster; pip install 'teamgym[ray]'; README, Beyond one machine)."""
+    ray_address: str | None = None
+    """--runtime ray: the cluster to join ('auto', or host:port of `ray start --head`) (None: a
+    private cluster started for this run, never one already running on the machine)."""
+    rollout_workers: int = 1
+    """--runtime ray: processes that play the envs (a step's tasks are split among them)."""
+    engine_replicas: int = 1
+    """--runtime ray: copies of the model that generate (each serves every role's adapter)."""
+    learner_ranks: int = 1
+    """--runtime ray: learner processes (1; more, a torch.distributed group, is not built yet)."""
+
     # --- backend ---
     vllm_sleep: bool = False
     """vLLM on GPU: offload the engine's weights and free its KV cache while the learner trains."""
@@ -292,6 +306,7 @@ class TrainConfig(BackendConfig):
 # Fields a resumed run may change; everything else must match the saved config.
 RESUMABLE_OVERRIDES = frozenset(
     {"steps", "progress", "tensorboard", "plots", "resume", "eval_every", "threads"}
+    | {"runtime", "ray_address", "rollout_workers", "engine_replicas"}  # where, not what
 )
 
 
@@ -309,6 +324,23 @@ def _validate(config: TrainConfig) -> None:
         _positive(config, name)
     _positive(config, "passes")
     _positive(config, "mini_batches")
+    for name in ("rollout_workers", "engine_replicas", "learner_ranks"):
+        _positive(config, name)
+    if config.runtime == "local":
+        given = [
+            f"--{name.replace('_', '-')}"
+            for name, default in (("ray_address", None), ("rollout_workers", 1), ("engine_replicas", 1))
+            if getattr(config, name) != default
+        ]
+        if given:
+            raise ConfigError(
+                f"{', '.join(given)} only apply to --runtime ray; add --runtime ray or drop them"
+            )
+    if config.learner_ranks != 1:
+        raise ConfigError(
+            f"learner_ranks={config.learner_ranks}: one learner process is all teamgym runs yet; pass "
+            "--learner-ranks 1"
+        )
     _positive(config, "eval_every", 0)
     _positive(config, "transcripts", 0)
     check_model_backend(config.backend, config.model)

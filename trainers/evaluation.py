@@ -30,7 +30,7 @@ from agents.base import SamplingParams
 from agents.team import Team
 from envs.core import role_of
 from trainers.records import Episode, RolloutBatch, TaskKey, Turn
-from trainers.rollout import plain_rollout
+from trainers.rollout import RolloutRequest, plain_rollout, play
 
 __all__ = [
     "EvalResult",
@@ -39,6 +39,8 @@ __all__ = [
     "episode_metrics",
     "evaluate",
     "evaluate_tasks",
+    "eval_result",
+    "evaluation_request",
     "pass_at_k",
     "pass_at_k_values",
     "sample_metrics",
@@ -239,6 +241,36 @@ def evaluate_tasks(
     )
 
 
+def evaluation_request(
+    env_id: str,
+    *,
+    num_tasks: int,
+    sampling: SamplingParams,
+    env_kwargs: Mapping[str, Any] | None = None,
+    split: str = "test",
+) -> RolloutRequest:
+    """What ``evaluate`` plays, as a request any runtime can play (``trainers.runtime``): one
+    episode on each of the first ``num_tasks`` test tasks (``split="test"``) or
+    validation-slice tasks (``split="validation"``), under the evaluation sampler seed."""
+    if split == "test":
+        tasks = test_tasks(env_id, num_tasks)
+        check_eval_tasks(tasks)
+    elif split == "validation":
+        tasks = validation_tasks(env_id, num_tasks)
+    else:
+        raise ValueError(f"split={split!r}; evaluate plays 'test' or 'validation' tasks")
+    return RolloutRequest(
+        tasks=tuple(tasks), sampling=sampling, env_kwargs=dict(env_kwargs or {}), seed=EVAL_SEED
+    )
+
+
+def eval_result(batch: RolloutBatch) -> EvalResult:
+    """An evaluation's metrics (success, invalid rate, returns per role, seconds) and episodes."""
+    metrics = {**episode_metrics(batch.episodes), **sample_metrics(batch.samples)}
+    metrics["time/eval"] = float(batch.stats.get("time/rollout", 0.0))
+    return EvalResult(metrics, batch.episodes)
+
+
 def evaluate(
     team: Team,
     env_id: str,
@@ -249,16 +281,8 @@ def evaluate(
     split: str = "test",
 ) -> EvalResult:
     """Play one episode on each of the first ``num_tasks`` test tasks (``split="test"``) or
-    validation-slice tasks (``split="validation"``)."""
-    if split == "test":
-        batch = evaluate_tasks(team, test_tasks(env_id, num_tasks), sampling=sampling, env_kwargs=env_kwargs)
-    elif split == "validation":
-        tasks = validation_tasks(env_id, num_tasks)
-        batch = plain_rollout(
-            tasks, team, episodes_per_task=1, sampling=sampling, env_kwargs=env_kwargs, seed=EVAL_SEED
-        )
-    else:
-        raise ValueError(f"split={split!r}; evaluate plays 'test' or 'validation' tasks")
-    metrics = {**episode_metrics(batch.episodes), **sample_metrics(batch.samples)}
-    metrics["time/eval"] = float(batch.stats.get("time/rollout", 0.0))
-    return EvalResult(metrics, batch.episodes)
+    validation-slice tasks (``split="validation"``) with ``team`` (``evaluation_request``)."""
+    request = evaluation_request(
+        env_id, num_tasks=num_tasks, sampling=sampling, env_kwargs=env_kwargs, split=split
+    )
+    return eval_result(play(request, team))

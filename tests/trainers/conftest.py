@@ -66,9 +66,32 @@ class OneTokenEnv(EvenPlanEnv):
         return "k"
 
 
+class CrashOnceEnv(EvenPlanEnv):
+    """EvenPlanEnv whose process dies (``os._exit``) at its first action on task seed
+    ``crash_task`` while the file ``marker`` does not exist, creating it first: a rollout worker
+    killed mid-collect, at a known point, once (the Ray runtime's fault test)."""
+
+    metadata = {**TextAECEnv.metadata, "name": "crash_once_v0"}
+
+    def __init__(self, marker: str = "", crash_task: int = -1, **kwargs):
+        super().__init__(**kwargs)
+        self.marker, self.crash_task = marker, crash_task
+
+    def _act(self, agent, text):
+        import os
+        from pathlib import Path
+
+        if self.marker and self.task_seed == self.crash_task and not Path(self.marker).exists():
+            Path(self.marker).touch()
+            os._exit(1)
+        return super()._act(agent, text)
+
+
 EVEN_TEAM_ID = "test/even_team-v0"
 envs.register(EVEN_TEAM_ID, entry_point="tests.trainers.conftest:EvenTeamEnv")
 EVEN_PLAN_ID = "test/even_plan-v0"
 envs.register(EVEN_PLAN_ID, entry_point="tests.trainers.conftest:EvenPlanEnv")
 ONE_TOKEN_ID = "test/one_token-v0"
 envs.register(ONE_TOKEN_ID, entry_point="tests.trainers.conftest:OneTokenEnv")
+CRASH_ONCE_ID = "test/crash_once-v0"
+envs.register(CRASH_ONCE_ID, entry_point="tests.trainers.conftest:CrashOnceEnv")

@@ -1,0 +1,175 @@
+"""trainers.ray_runtime on a real private Ray cluster (marked ``ray``: skipped without Ray,
+except in CI): parity with LocalRuntime, weights published to every engine, a rollout worker
+killed mid-collect, requests the cluster cannot hold. Plain-class wiring of the workers (no
+Ray) is tested first, so a failure tells the two apart."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from agents.base import SamplingParams
+from trainers.advantages import compute_advantages
+from trainers.config import TrainConfig, resolve_config
+from trainers.errors import ConfigError
+from trainers.learner import Learner
+from trainers.rollout import RolloutRequest, step_request, training_sampling
+from trainers.runtime import LocalRuntime, StaleWeightsError
+from trainers.teams import build_team
+from trainers.workers import EngineServer, LearnerWorker, RolloutWorker, seed_everything
+
+TEST_ENV = "tests.trainers.conftest:test/even_plan"
+
+
+def tiny_config(**overrides):
+    fields = dict(
+        env="plan_path", model="tiny-test", tasks_per_step=4, num_generations=3, max_new_tokens=6,
+        eval_tasks=2, steps=1, lr=1e-2, progress=False, transcripts=0,
+        threads=1,  # the actors' torch threads: as this process's (the suite pins 1), for equal floats
+    )  # fmt: skip
+    return resolve_config(TrainConfig(**{**fields, **overrides}))
+
+
+def local_runtime(config):
+    import torch
+
+    torch.set_num_threads(config.threads)  # as the actors do: equal thread counts, equal floats
+    seed_everything(config.seed)
+    env = config.env_setup.make()
+    team = build_team(config, env)
+    return LocalRuntime(team, Learner(team, config.learner_config()))
+
+
+def assert_same_batch(a, b, logprob_atol=0.0):
+    """Equal samples and episodes; logprobs within ``logprob_atol`` (batches of other shapes
+    move a model's logits by float noise, tests/trainers/test_rollout.py)."""
+
+    def strip(turns):
+        return [dataclasses.replace(t, logprobs=()) for t in turns]
+
+    assert strip(a.samples) == strip(b.samples)
+    for x, y in zip(a.samples, b.samples, strict=True):
+        assert np.allclose(x.logprobs, y.logprobs, rtol=0, atol=logprob_atol) if logprob_atol else x == y
+    assert [dataclasses.replace(e, turns=()) for e in a.episodes] == [
+        dataclasses.replace(e, turns=()) for e in b.episodes
+    ]
+
+
+# ------------------------------------------------------------------ the workers, without Ray
+def test_the_workers_wired_in_one_process_play_what_local_plays():
+    config = tiny_config(algo="at_grpo")
+    engine, learner = EngineServer(config), LearnerWorker(config)
+    tensors, checksum = learner.trained_weights()
+    assert engine.load_weights(0, tensors) == (0, checksum)
+    worker = RolloutWorker(config, engine, engine.layout())
+    request = step_request(config, 1, training_sampling(config))
+    assert_same_batch(worker.collect(request, 0), local_runtime(config).collect(request))
+    with pytest.raises(RuntimeError, match="serves weights version 0, the rollout asked for 1"):
+        worker.collect(request, 1)
+
+
+# ------------------------------------------------------------------ on a private Ray cluster
+@pytest.fixture(scope="module")
+def cluster():
+    ray = pytest.importorskip("ray")
+    ray.shutdown()
+    ray.init(address="local", num_cpus=6, include_dashboard=False, object_store_memory=200 * 2**20)
+    yield ray
+    ray.shutdown()
+
+
+@pytest.mark.ray
+@pytest.mark.slow
+@pytest.mark.parametrize("algo", ["at_grpo", "grpo"])  # tree and plain rollouts
+def test_ray_collect_equals_local_with_one_and_two_workers(cluster, algo):
+    from trainers.ray_runtime import RayRuntime
+
+    request = step_request(tiny_config(algo=algo), 1, training_sampling(tiny_config(algo=algo)))
+    expected = local_runtime(tiny_config(algo=algo)).collect(request)
+    for workers, atol in ((1, 0.0), (2, 1e-5)):  # one worker: the very same generate batches
+        runtime = RayRuntime(tiny_config(algo=algo, runtime="ray", rollout_workers=workers))
+        try:
+            assert_same_batch(runtime.collect(request), expected, logprob_atol=atol)
+        finally:
+            runtime.close()
+
+
+@pytest.mark.ray
+@pytest.mark.slow
+def test_one_training_step_on_ray_matches_local_and_every_engine_serves_the_update(cluster):
+    from trainers.at_grpo import train_step
+    from trainers.ray_runtime import RayRuntime
+
+    # the one-character task, where the tiny model's rewards vary (tests/trainers/conftest.py)
+    task = dict(env=TEST_ENV, max_new_tokens=1, response_prefix="", num_generations=4)
+    local = local_runtime(tiny_config(**task))
+    local_metrics, _ = train_step(tiny_config(**task), local, 1)
+    config = tiny_config(**task, runtime="ray", rollout_workers=2, engine_replicas=2)
+    runtime = RayRuntime(config)
+    try:
+        before = runtime.engine_status()
+        assert runtime.version == 0 and len(set(before)) == 1 and before[0][0] == 0
+        metrics, _ = train_step(config, runtime, 1)
+        assert metrics["loss"] == pytest.approx(local_metrics["loss"], abs=1e-6)
+        assert metrics["samples_trained"] == local_metrics["samples_trained"] > 0
+        assert runtime.version == 1
+        _, checksum = cluster.get(runtime.learner.trained_weights.remote())
+        assert runtime.engine_status() == [(1, checksum), (1, checksum)]
+        assert checksum != before[0][1]  # the update changed the weights the engines serve
+    finally:
+        runtime.close()
+
+
+@pytest.mark.ray
+@pytest.mark.slow
+def test_collect_refuses_unpublished_weights_and_engines_refuse_other_versions(cluster):
+    from trainers.ray_runtime import RayRuntime
+
+    config = tiny_config(runtime="ray")
+    runtime = RayRuntime(config)
+    try:
+        tasks = step_request(config, 1, training_sampling(config)).tasks[:1]
+        request = RolloutRequest(tasks, SamplingParams(max_new_tokens=4))
+        batch = runtime.collect(request)
+        result = compute_advantages(batch.samples, "grpo")
+        runtime.update(batch.samples, result, seed=0)
+        with pytest.raises(StaleWeightsError):
+            runtime.collect(request)
+        with pytest.raises(cluster.exceptions.RayTaskError, match="serves weights version 0"):
+            cluster.get(runtime.workers[0].collect.remote(request, 1))
+    finally:
+        runtime.close()
+
+
+@pytest.mark.ray
+@pytest.mark.slow
+def test_a_rollout_worker_killed_mid_collect_is_restarted_and_the_batch_is_the_same(cluster, tmp_path):
+    from trainers.ray_runtime import RayRuntime
+
+    marker = tmp_path / "crashed"  # the env kills its process at its first action until this exists
+    task = dict(env="tests.trainers.conftest:test/crash_once", max_new_tokens=1, response_prefix="")
+    first = step_request(tiny_config(**task), 1, training_sampling(tiny_config(**task))).tasks[0]
+    task["env_kwargs"] = {"marker": str(marker), "crash_task": first.seed}  # worker 0 plays it
+    request = step_request(tiny_config(**task), 1, training_sampling(tiny_config(**task)))
+    marker.touch()
+    expected = local_runtime(tiny_config(**task)).collect(request)
+    runtime = RayRuntime(tiny_config(**task, runtime="ray", rollout_workers=2))
+    try:
+        pids = [cluster.get(worker.ping.remote()) for worker in runtime.workers]
+        marker.unlink()
+        assert_same_batch(runtime.collect(request), expected)
+        assert marker.exists()  # a worker did die mid-collect
+        after = [cluster.get(worker.ping.remote()) for worker in runtime.workers]
+        assert after[0] != pids[0] and after[1:] == pids[1:]  # a new process took worker 0's place
+    finally:
+        runtime.close()
+
+
+@pytest.mark.ray
+def test_a_request_the_cluster_cannot_hold_fails_at_once_naming_the_flags(cluster):
+    from trainers.ray_runtime import RayRuntime
+
+    with pytest.raises(ConfigError, match="--rollout-workers 8"):
+        RayRuntime(tiny_config(runtime="ray", rollout_workers=8))  # 6 CPUs, 10 actors

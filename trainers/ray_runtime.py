@@ -1,0 +1,228 @@
+"""``RayRuntime``: the training step's three verbs on a Ray cluster (``--runtime ray``).
+
+What runs where (``trainers.workers`` holds the plain classes; here they become actors):
+
+* ``engine_replicas`` x ``EngineServer``: a copy of the team's model policies each (one base
+  model serving every role's adapter), generating for the rollout workers;
+* ``rollout_workers`` x ``RolloutWorker``: the envs and scripted roles; each asks one engine
+  (worker i -> engine i mod replicas), so a tree's K candidates, one generate call, always
+  share a replica and its prompt encoding;
+* one ``LearnerWorker``: the learner, the optimiser and the checkpoints.
+
+``collect`` splits the request's tasks over the workers (task i -> worker i mod N) and merges
+their batches into the order one process returns (``merge_batches``); every path draws from
+its own seeded stream and every prompt carries its own sampler seed (``trainers.rollout``), so
+the merged batch is the local one. ``publish`` sends the learner's trained tensors (LoRA
+adapters: a few MB) through Ray's object store straight from the learner to every engine;
+each engine answers with the version it now serves and a checksum of what it loaded, and the
+driver checks both (the on-policy invariant; an engine also refuses a generate call for any
+other version).
+
+Faults: a rollout worker that dies mid-collect is restarted and its call retried (Ray's
+``max_restarts`` / ``max_task_retries``); its rollout is a function of the request and the
+weights, so the retried result is the same. A learner or engine failure aborts the step (an
+engine restarted by Ray serves no published version, so the next collect fails loudly rather
+than sample from its initial weights); ``--resume`` continues from the last checkpoint.
+
+Ray is imported only here (and only when a ``RayRuntime`` is made), with an error naming the
+extra when it is missing.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from trainers.advantages import AdvantageResult
+from trainers.errors import ConfigError
+from trainers.records import RolloutBatch, Turn
+from trainers.rollout import RolloutRequest
+from trainers.runtime import StaleWeightsError
+from trainers.workers import EngineServer, LearnerWorker, RolloutWorker
+
+__all__ = ["RayRuntime", "import_ray", "merge_batches", "shard_tasks", "STARTUP_TIMEOUT_S"]
+
+STARTUP_TIMEOUT_S = 600.0  # loading a model into each actor; a request no node can meet fails before
+RETRIES = 3  # restarts of a rollout worker, and retries of a call it died in
+
+
+def import_ray() -> Any:
+    """``ray``, or a ConfigError that names the extra to install."""
+    try:
+        import ray
+    except ImportError:
+        raise ConfigError(
+            "--runtime ray needs Ray: pip install 'teamgym[ray]' (or --runtime local)"
+        ) from None
+    return ray
+
+
+def shard_tasks(request: RolloutRequest, shards: int) -> list[RolloutRequest]:
+    """The request's tasks dealt round-robin to ``shards`` requests (empty ones dropped)."""
+    parts = [request.tasks[i::shards] for i in range(shards)]
+    return [dataclasses.replace(request, tasks=part) for part in parts if part]
+
+
+def merge_batches(request: RolloutRequest, batches: Sequence[RolloutBatch], seconds: float) -> RolloutBatch:
+    """One batch from the shards' batches, in the order ``trainers.rollout.play`` returns for
+    the whole request: tree rollouts node depth by node depth (tasks in request order within
+    each), plain ones path by path. ``seconds``: the collect's wall time."""
+    position = {task: i for i, task in enumerate(request.tasks)}
+    samples = [turn for batch in batches for turn in batch.samples]
+    if request.mode == "tree":
+        samples.sort(key=lambda t: (len(t.tree_node), position[t.task], t.episode))  # stable: candidates stay
+    else:
+        samples.sort(key=lambda t: (position[t.task], t.episode))  # stable: a path's turns stay in order
+    episodes = sorted(
+        (e for batch in batches for e in batch.episodes), key=lambda e: (position[e.task], e.index)
+    )
+    generate = max((batch.stats.get("time/generate", 0.0) for batch in batches), default=0.0)
+    stats = {
+        "time/generate": generate,  # the slowest worker's: the shards generate side by side
+        "time/env": max(0.0, seconds - generate),
+        "time/rollout": seconds,
+        "generated_tokens": float(sum(b.stats.get("generated_tokens", 0.0) for b in batches)),
+        "generate_calls": float(sum(b.stats.get("generate_calls", 0.0) for b in batches)),
+    }
+    return RolloutBatch(samples=tuple(samples), episodes=tuple(episodes), stats=stats)
+
+
+def _threads(config: Any) -> int:
+    return config.threads or max(1, os.cpu_count() or 1)
+
+
+class RayRuntime:
+    """Rollout workers, engine servers and a learner worker on a Ray cluster (module docstring).
+
+    Args:
+        config: The run's resolved ``TrainConfig`` (``ray_address``, ``rollout_workers``,
+            ``engine_replicas``).
+        object_store_bytes: Object store size of a private cluster (None: Ray's default).
+
+    Raises:
+        ConfigError: Ray is not installed, or the cluster cannot hold the actors asked for.
+    """
+
+    def __init__(self, config: Any, *, object_store_bytes: int | None = None) -> None:
+        ray = import_ray()
+        self.ray = ray
+        self.config = config
+        cpus = config.rollout_workers + config.engine_replicas + config.learner_ranks
+        self._owns_cluster = not ray.is_initialized()
+        if self._owns_cluster:
+            # address="local": a private cluster. A bare ray.init() would join any cluster
+            # already running on this machine. Its CPUs are counters, sized so every actor fits.
+            ray.init(
+                address=config.ray_address or "local",
+                include_dashboard=False,
+                **({} if config.ray_address else {"num_cpus": max(cpus, os.cpu_count() or 1)}),
+                **({"object_store_memory": object_store_bytes} if object_store_bytes else {}),
+            )
+        try:
+            self._check_feasible(cpus)
+            self._start(config)
+        except BaseException:
+            self.close()
+            raise
+
+    def _check_feasible(self, cpus: int) -> None:
+        """Fail now, naming the flags, instead of pending forever on a request no cluster meets."""
+        total = self.ray.cluster_resources().get("CPU", 0)
+        if total < cpus:
+            raise ConfigError(
+                f"the Ray cluster has {total:g} CPUs; --rollout-workers {self.config.rollout_workers} + "
+                f"--engine-replicas {self.config.engine_replicas} + --learner-ranks "
+                f"{self.config.learner_ranks} actors need one each ({cpus}): ask for fewer, or add nodes"
+            )
+
+    def _start(self, config: Any) -> None:
+        ray, threads = self.ray, _threads(config)
+        engine_cls = ray.remote(EngineServer).options(num_cpus=1, max_restarts=1)
+        learner_cls = ray.remote(LearnerWorker).options(num_cpus=1)
+        self.engines = [engine_cls.remote(config, threads) for _ in range(config.engine_replicas)]
+        self.learner = learner_cls.remote(config, threads)
+        layout = ray.get(self.engines[0].layout.remote(), timeout=STARTUP_TIMEOUT_S)
+        worker_cls = ray.remote(RolloutWorker).options(
+            num_cpus=1, max_restarts=RETRIES, max_task_retries=RETRIES
+        )
+        self.workers = [
+            worker_cls.remote(config, self.engines[i % len(self.engines)], layout)
+            for i in range(config.rollout_workers)
+        ]
+        ray.get([w.ping.remote() for w in self.workers], timeout=STARTUP_TIMEOUT_S)
+        self.version = -1
+        self._unpublished = False
+        self.publish()  # engines serve the learner's initial weights: version 0
+
+    # ------------------------------------------------------------------ the three verbs
+    serves_copies = True  # engines sample from their own copy: publish moves the weights
+
+    def collect(self, request: RolloutRequest) -> RolloutBatch:
+        if self._unpublished:
+            raise StaleWeightsError(
+                "RayRuntime.collect after an update that was not published: publish() first"
+            )
+        started = time.perf_counter()
+        shards = shard_tasks(request, len(self.workers))
+        refs = [
+            worker.collect.remote(shard, self.version)
+            for worker, shard in zip(self.workers, shards, strict=False)
+        ]
+        batches = self.ray.get(refs)
+        return merge_batches(request, batches, time.perf_counter() - started)
+
+    def update(
+        self, samples: Sequence[Turn], advantages: AdvantageResult, *, seed: int
+    ) -> dict[str, dict[str, float]]:
+        metrics = self.ray.get(self.learner.update.remote(list(samples), advantages, seed))
+        self._unpublished = True
+        return metrics
+
+    def publish(self) -> float:
+        """Learner -> object store -> every engine; checks each serves the new version."""
+        started = time.perf_counter()
+        version = self.version + 1
+        tensors, checksum = self.learner.trained_weights.options(num_returns=2).remote()
+        served = self.ray.get([engine.load_weights.remote(version, tensors) for engine in self.engines])
+        expected = self.ray.get(checksum)
+        wrong = [s for s in served if s != (version, expected)]
+        if wrong:
+            raise RuntimeError(
+                f"publish: engines report {wrong}, expected version {version} with checksum {expected[:12]}"
+            )
+        self.version, self._unpublished = version, False
+        return time.perf_counter() - started
+
+    def engine_status(self) -> list[tuple[int, str]]:
+        """(version, checksum) each engine reports serving."""
+        return self.ray.get([engine.status.remote() for engine in self.engines])
+
+    # ------------------------------------------------------------------ the learner's state
+    def old_logprob_units(self) -> list[str]:
+        return self.ray.get(self.learner.old_logprob_units.remote())
+
+    def load_checkpoint(self, path: Any) -> dict[str, Any]:
+        return self.ray.get(self.learner.load_checkpoint.remote(path))
+
+    def save_checkpoint(self, run_dir: Any, step: int, state: Mapping[str, Any], keep: int) -> None:
+        # the learner writes it: on a cluster, the run directory must be on storage its node sees
+        self.ray.get(self.learner.save_checkpoint.remote(run_dir, step, dict(state), keep))
+
+    def initialise(self, config: Any) -> str:
+        return self.ray.get(self.learner.initialise.remote(config))
+
+    def close(self) -> None:
+        """Stop the actors, and the cluster when this runtime started it."""
+        for actor in [
+            *getattr(self, "workers", []),
+            *getattr(self, "engines", []),
+            getattr(self, "learner", None),
+        ]:
+            if actor is not None:
+                self.ray.kill(actor)
+        self.workers, self.engines, self.learner = [], [], None
+        if self._owns_cluster and self.ray.is_initialized():
+            self.ray.shutdown()

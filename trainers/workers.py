@@ -1,0 +1,307 @@
+"""The three kinds of worker a distributed runtime places, as plain classes.
+
+``trainers.ray_runtime`` wraps each in ``ray.remote`` at run time; tests build them directly,
+without Ray, and wire them together in one process. None of them imports Ray.
+
+* ``EngineServer``: one replica of the team's model policies (built by ``build_team`` from the
+  run's config, so the same backend, adapters and roles as a local run). It generates for
+  rollout workers and loads the weights the learner publishes, each load a new ``version``.
+* ``RolloutWorker``: plays ``RolloutRequest``s: it makes the envs, runs scripted roles itself
+  and asks an engine for every model role's replies (``RemotePolicy``).
+* ``LearnerWorker``: the run's ``Learner`` on its own copy of the team: updates, checkpoints,
+  and the trained tensors to publish.
+
+Published weights are the trained parameters only (``"<unit>/<parameter name>" -> tensor``:
+LoRA adapters, or every weight of a full-weight unit), with a checksum both ends compute.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from agents.base import Generation, Prompt, SamplingParams, ServedPolicy, as_prompt
+from agents.team import RoleBinding, Team
+from trainers.records import RolloutBatch
+from trainers.rollout import RolloutRequest, play
+
+__all__ = [
+    "EngineServer",
+    "RolloutWorker",
+    "LearnerWorker",
+    "RemotePolicy",
+    "weights_checksum",
+    "call",
+    "seed_everything",
+]
+
+
+def call(target: Any, method: str, *args: Any, **kwargs: Any) -> Any:
+    """Call ``method`` on a plain worker, or on a Ray actor handle (waiting for the result)."""
+    bound = getattr(target, method)
+    remote = getattr(bound, "remote", None)
+    if remote is None:
+        return bound(*args, **kwargs)
+    import ray
+
+    return ray.get(remote(*args, **kwargs))
+
+
+def weights_checksum(tensors: Mapping[str, Any]) -> str:
+    """sha256 over the names, shapes, dtypes and bytes of ``tensors``, in name order."""
+    import torch
+
+    digest = hashlib.sha256()
+    for name in sorted(tensors):
+        tensor = tensors[name].detach().cpu().contiguous()
+        digest.update(f"{name}|{tuple(tensor.shape)}|{tensor.dtype}|".encode())
+        digest.update(tensor.view(-1).view(dtype=torch.uint8).numpy().tobytes())
+    return digest.hexdigest()
+
+
+def seed_everything(seed: int) -> None:
+    """Seed Python's, numpy's and torch's global generators."""
+    import random
+
+    import numpy as np
+    import torch
+
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+
+
+def _build(config: Any) -> tuple[Any, Team]:
+    """The run's env and team, built as the training command builds them (seeded first: LoRA
+    initialisation draws from the global torch RNG)."""
+    from trainers.teams import build_team
+
+    seed_everything(config.seed)
+    env = config.env_setup.make()
+    return env, build_team(config, env)
+
+
+def _trained_parameters(team: Team) -> dict[str, Any]:
+    """``"<unit>/<parameter name>" -> parameter`` of every model binding of ``team``, named as
+    the learner names its units (``RoleBinding.policy_id``); whole models, adapters included."""
+    from agents.hf import HFPolicy
+
+    out: dict[str, Any] = {}
+    for binding in team.bindings.values():
+        policy = binding.policy.trainable if isinstance(binding.policy, ServedPolicy) else binding.policy
+        if not isinstance(policy, HFPolicy):
+            continue
+        for name, parameter in policy.model.named_parameters():
+            out[f"{binding.policy_id}/{name}"] = parameter
+    return out
+
+
+class EngineServer:
+    """One replica of the team's model policies (module docstring).
+
+    Args:
+        config: The run's resolved ``TrainConfig``.
+        threads: torch threads of this process (None: ``config.threads``; None there too: torch's).
+    """
+
+    def __init__(self, config: Any, threads: int | None = None) -> None:
+        if threads or config.threads:
+            import torch
+
+            torch.set_num_threads(threads or config.threads)
+        _, self.team = _build(config)
+        self.policies = {id(b.policy): b.policy for b in self.team.bindings.values()}
+        self.version = -1  # nothing published yet
+        self.checksum = ""
+
+    def layout(self) -> dict[str, tuple[str, str | None, str | None, str, bool]]:
+        """Role -> (policy name, adapter, system prompt, response prefix, played by a model)."""
+        model_names = {b.policy.name for b in self.team.bindings.values() if _is_model(b.policy)}
+        return {
+            role: (b.policy.name, b.adapter, b.system_prompt, b.response_prefix, b.policy.name in model_names)
+            for role, b in self.team.bindings.items()
+        }
+
+    def generate(
+        self,
+        policy_name: str,
+        prompts: Sequence[Prompt],
+        num_samples: int,
+        sampling: SamplingParams,
+        adapter: str | None,
+        version: int,
+    ) -> list[list[Generation]]:
+        """The policy's generations; refuses a request for weights it does not serve (the
+        on-policy invariant: a rollout of version v samples from version v)."""
+        if version != self.version:
+            raise RuntimeError(
+                f"EngineServer serves weights version {self.version}, the rollout asked for {version}: "
+                "publish before collecting"
+            )
+        policy = next(p for p in self.policies.values() if p.name == policy_name)
+        return policy.generate(prompts, num_samples=num_samples, sampling=sampling, adapter=adapter)
+
+    def load_weights(self, version: int, tensors: Mapping[str, Any]) -> tuple[int, str]:
+        """Serve ``tensors`` (the learner's trained parameters) from now on, as ``version``;
+        returns (version, checksum of what is now served)."""
+        import torch
+
+        parameters = _trained_parameters(self.team)
+        unknown = sorted(set(tensors) - set(parameters))
+        if unknown:
+            raise ValueError(f"EngineServer: published weights it has no parameter for: {unknown[:3]}")
+        with torch.no_grad():
+            for name, tensor in tensors.items():
+                parameters[name].copy_(tensor.to(parameters[name].device))
+        for policy in self.policies.values():
+            if isinstance(policy, ServedPolicy):
+                policy.sync_weights()  # a vLLM engine serves its HF copy's new weights
+        self.version = version
+        self.checksum = weights_checksum({name: parameters[name] for name in tensors})
+        return self.version, self.checksum
+
+    def status(self) -> tuple[int, str]:
+        """(version served, checksum of the published weights it loaded)."""
+        return self.version, self.checksum
+
+
+def _is_model(policy: Any) -> bool:
+    from agents.hf import HFPolicy
+
+    return isinstance(policy, (HFPolicy, ServedPolicy))
+
+
+class RemotePolicy:
+    """A model policy whose replies come from an ``EngineServer`` (a plain one, or a Ray actor
+    handle). Prompts travel without their env (model policies never read it)."""
+
+    def __init__(self, name: str, engine: Any, adapter_names: Sequence[str] = (), version: int = 0) -> None:
+        self.name = name
+        self.engine = engine
+        self.adapter_names = tuple(adapter_names)
+        self.version = version
+
+    def generate(
+        self,
+        prompts: Sequence[str | Prompt],
+        *,
+        num_samples: int = 1,
+        sampling: SamplingParams | None = None,
+        adapter: str | None = None,
+    ) -> list[list[Generation]]:
+        prompts = [dataclasses.replace(as_prompt(p), env=None) for p in prompts]
+        return call(
+            self.engine, "generate", self.name, prompts, num_samples, sampling or SamplingParams(), adapter,
+            self.version,
+        )  # fmt: skip
+
+
+class RolloutWorker:
+    """Plays rollout requests: envs and scripted roles here, model replies from ``engine``.
+
+    Args:
+        config: The run's resolved ``TrainConfig`` (scripted roles, ``--roles``).
+        engine: The ``EngineServer`` (or its actor handle) this worker's model roles ask.
+        layout: ``EngineServer.layout()``: how the team binds its roles.
+    """
+
+    def __init__(self, config: Any, engine: Any, layout: Mapping[str, tuple]) -> None:
+        from agents.scripted import SCRIPTED_POLICIES, RandomPolicy
+        from trainers.config import scripted_roles
+
+        config.env_setup.make()  # imports the module of a third-party env (--env module:id) here too
+        scripted = scripted_roles(getattr(config, "roles", ()))
+        remote: dict[str, RemotePolicy] = {}
+        bindings = {}
+        adapters: dict[str, list[str]] = {}
+        for name, adapter, *_ in layout.values():
+            adapters.setdefault(name, []).extend([adapter] if adapter else [])
+        for role, (name, adapter, system, prefix, is_model) in layout.items():
+            if is_model:
+                policy = remote.setdefault(name, RemotePolicy(name, engine, adapters[name]))
+            else:
+                cls = SCRIPTED_POLICIES[scripted[role]]
+                policy = cls(seed=config.seed) if cls is RandomPolicy else cls()
+            bindings[role] = RoleBinding(policy, adapter, system, prefix)
+        self.remote = list(remote.values())
+        self.team = Team(tuple(layout), bindings)
+
+    def collect(self, request: RolloutRequest, version: int) -> RolloutBatch:
+        """Play ``request`` on weights ``version`` (the engine refuses any other)."""
+        for policy in self.remote:
+            policy.version = version
+        return play(request, self.team)
+
+    def ping(self) -> int:
+        """For placement checks: this process's id."""
+        import os
+
+        return os.getpid()
+
+
+class LearnerWorker:
+    """The run's learner on its own copy of the team (module docstring).
+
+    Args:
+        config: The run's resolved ``TrainConfig``.
+        threads: torch threads of this process (None: ``config.threads``; None there too: torch's).
+    """
+
+    def __init__(self, config: Any, threads: int | None = None) -> None:
+        from trainers.learner import Learner
+
+        if threads or config.threads:
+            import torch
+
+            torch.set_num_threads(threads or config.threads)
+        _, self.team = _build(config)
+        self.learner = Learner(self.team, config.learner_config())
+
+    def update(self, samples: Sequence[Any], advantages: Any, seed: int) -> dict[str, dict[str, float]]:
+        return self.learner.step(samples, advantages, seed=seed)
+
+    def trained_weights(self) -> tuple[dict[str, Any], str]:
+        """The trained parameters to publish and their checksum."""
+        from trainers.checkpoint import unit_tensors
+
+        tensors = unit_tensors(self.learner)
+        return tensors, weights_checksum(tensors)
+
+    def old_logprob_units(self) -> list[str]:
+        return old_logprob_units(self.learner)
+
+    def load_checkpoint(self, path: Any) -> dict[str, Any]:
+        from trainers.checkpoint import load_checkpoint
+
+        return load_checkpoint(path, self.learner)
+
+    def save_checkpoint(self, run_dir: Any, step: int, state: Mapping[str, Any], keep: int) -> None:
+        from trainers.checkpoint import save_checkpoint
+
+        save_checkpoint(run_dir, step, self.learner, state, keep=keep)
+
+    def initialise(self, config: Any) -> str:
+        return initialise_learner(config, self.learner)
+
+
+def old_logprob_units(learner: Any) -> list[str]:
+    """Units whose pi_old ``learner`` recomputes (``--old-logprobs``)."""
+    return [name for name, unit in learner.units.items() if learner.recomputes_old_logprobs(unit)]
+
+
+def initialise_learner(config: Any, learner: Any) -> str:
+    """--init: the named run's weights into ``learner``, and the KL reference of full-weight
+    units with them; returns the line that says where they came from."""
+    from trainers.checkpoint import load_initial_weights
+    from trainers.errors import ConfigError
+
+    try:
+        source = load_initial_weights(config.init, learner, model=config.model)
+    except (FileNotFoundError, ValueError) as err:
+        raise ConfigError(str(err)) from None
+    for unit in learner.units.values():
+        if unit.reference is not None:  # LoRA units keep the base model (adapters off) as reference
+            unit.reference.load_state_dict(unit.policy.model.state_dict())
+    return f"init: weights from {source}"
