@@ -84,3 +84,29 @@ def test_a_request_names_a_bad_mode():
 def test_the_training_command_does_not_import_ray():
     code = "import sys, trainers.at_grpo, trainers.runtime; assert 'ray' not in sys.modules, 'ray imported'"
     subprocess.run([sys.executable, "-c", code], cwd=REPO, check=True, timeout=SUBPROCESS_TIMEOUT_S)
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"rollout_workers": 2}, "--rollout-workers only apply to --runtime ray"),
+        ({"ray_address": "auto"}, "--ray-address only apply to --runtime ray"),
+        ({"runtime": "ray", "engine_replicas": 0}, "engine_replicas=0 must be >= 1"),
+        ({"runtime": "ray", "learner_ranks": 2}, "--learner-ranks 1"),
+    ],
+)
+def test_runtime_flags_are_checked_before_anything_starts(fields, message):
+    from trainers.config import TrainConfig
+    from trainers.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=message):
+        TrainConfig(env="plan_path", model="tiny-test", **fields)
+
+
+def test_the_ray_runtime_without_ray_names_the_extra(monkeypatch):
+    from trainers.errors import ConfigError
+    from trainers.ray_runtime import import_ray
+
+    monkeypatch.setitem(sys.modules, "ray", None)  # makes `import ray` fail
+    with pytest.raises(ConfigError, match=r"pip install 'teamgym\[ray\]'"):
+        import_ray()

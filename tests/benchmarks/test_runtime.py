@@ -1,0 +1,22 @@
+"""benchmarks/runtime.py on the tiny model: it runs, prints its table and ratios, and the Ray
+runs logged what the local one did (marked ray: skipped without Ray, except in CI)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from benchmarks import runtime
+
+
+@pytest.mark.ray
+@pytest.mark.slow
+def test_the_runtime_benchmark_compares_local_and_ray_in_one_run(capsys):
+    runtime.main(["--model", "tiny-test", "--steps", "1", "--tasks-per-step", "2", "--threads", "1"])
+    out = capsys.readouterr().out
+    for row in ("local", "ray, 1 worker", "ray, 2 workers"):
+        assert re.search(rf"^ *{re.escape(row)}( +[\d.]+){{6}}$", out, re.MULTILINE), out
+    gaps = [float(g) for g in re.findall(r"largest metric difference from local: (\S+)", out)]
+    assert len(gaps) == 2 and gaps[0] == 0.0 and gaps[1] < 1e-4, out
+    assert re.search(r"rollout throughput, 2 workers / 1 worker: [\d.]+x", out), out
