@@ -139,6 +139,10 @@ class TrainConfig(BackendConfig):
     """--runtime ray: copies of the model that generate (each serves every role's adapter)."""
     learner_ranks: int = 1
     """--runtime ray: learner processes (1; more, a torch.distributed group, is not built yet)."""
+    ray_resources: dict = field(default_factory=dict)
+    """--runtime ray: custom Ray resources each kind of actor asks for, which places it, as JSON, e.g.
+    '{"engine": {"gpu_box": 1}, "learner": {"gpu_box": 1}}' for nodes started with
+    `ray start --resources '{"gpu_box": 2}'` (kinds: rollout, engine, learner)."""
 
     # --- backend ---
     vllm_sleep: bool = False
@@ -306,7 +310,7 @@ class TrainConfig(BackendConfig):
 # Fields a resumed run may change; everything else must match the saved config.
 RESUMABLE_OVERRIDES = frozenset(
     {"steps", "progress", "tensorboard", "plots", "resume", "eval_every", "threads"}
-    | {"runtime", "ray_address", "rollout_workers", "engine_replicas"}  # where, not what
+    | {"runtime", "ray_address", "rollout_workers", "engine_replicas", "ray_resources"}  # where, not what
 )
 
 
@@ -315,6 +319,28 @@ def _positive(config: TrainConfig, name: str, minimum: int | float = 1, hint: st
     if value is not None and value < minimum:
         flag = "--" + name.replace("_", "-")
         raise ConfigError(f"{name}={value!r} must be >= {minimum}; pass e.g. {flag} {max(minimum, 1)}{hint}")
+
+
+RAY_ACTOR_KINDS = ("rollout", "engine", "learner")
+
+
+def _check_ray_resources(resources: Any) -> None:
+    example = 'e.g. --ray-resources \'{"engine": {"gpu_box": 1}}\''
+    if not isinstance(resources, Mapping):
+        raise ConfigError(f"ray_resources must be a JSON object of actor kind -> resources, {example}")
+    for kind, wanted in resources.items():
+        if kind not in RAY_ACTOR_KINDS:
+            raise ConfigError(
+                f"ray_resources: unknown actor kind {kind!r}; kinds: {', '.join(RAY_ACTOR_KINDS)}"
+            )
+        if not isinstance(wanted, Mapping) or not all(
+            isinstance(name, str)
+            and isinstance(amount, int | float)
+            and not isinstance(amount, bool)
+            and amount > 0
+            for name, amount in wanted.items()
+        ):
+            raise ConfigError(f"ray_resources[{kind!r}] must map resource names to amounts > 0, {example}")
 
 
 def _validate(config: TrainConfig) -> None:
@@ -329,13 +355,19 @@ def _validate(config: TrainConfig) -> None:
     if config.runtime == "local":
         given = [
             f"--{name.replace('_', '-')}"
-            for name, default in (("ray_address", None), ("rollout_workers", 1), ("engine_replicas", 1))
+            for name, default in (
+                ("ray_address", None),
+                ("rollout_workers", 1),
+                ("engine_replicas", 1),
+                ("ray_resources", {}),
+            )
             if getattr(config, name) != default
         ]
         if given:
             raise ConfigError(
                 f"{', '.join(given)} only apply to --runtime ray; add --runtime ray or drop them"
             )
+    _check_ray_resources(config.ray_resources)
     if config.learner_ranks != 1:
         raise ConfigError(
             f"learner_ranks={config.learner_ranks}: one learner process is all teamgym runs yet; pass "

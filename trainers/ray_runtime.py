@@ -130,29 +130,52 @@ class RayRuntime:
 
     def _check_feasible(self, cpus: int) -> None:
         """Fail now, naming the flags, instead of pending forever on a request no cluster meets."""
-        total = self.ray.cluster_resources().get("CPU", 0)
+        config, cluster = self.config, self.ray.cluster_resources()
+        total = cluster.get("CPU", 0)
         if total < cpus:
             raise ConfigError(
-                f"the Ray cluster has {total:g} CPUs; --rollout-workers {self.config.rollout_workers} + "
-                f"--engine-replicas {self.config.engine_replicas} + --learner-ranks "
-                f"{self.config.learner_ranks} actors need one each ({cpus}): ask for fewer, or add nodes"
+                f"the Ray cluster has {total:g} CPUs; --rollout-workers {config.rollout_workers} + "
+                f"--engine-replicas {config.engine_replicas} + --learner-ranks "
+                f"{config.learner_ranks} actors need one each ({cpus}): ask for fewer, or add nodes"
+            )
+        counts = {"rollout": config.rollout_workers, "engine": config.engine_replicas, "learner": 1}
+        needed: dict[str, float] = {}
+        for kind, wanted in config.ray_resources.items():
+            for name, amount in wanted.items():
+                needed[name] = needed.get(name, 0.0) + amount * counts[kind]
+        short = {name: amount for name, amount in needed.items() if cluster.get(name, 0) < amount}
+        if short:
+            have = {name: cluster.get(name, 0) for name in short}
+            raise ConfigError(
+                f"--ray-resources asks for {short} in all, the Ray cluster has {have}: start nodes with "
+                "`ray start --resources '{...}'`, or ask for less"
             )
 
     def _start(self, config: Any) -> None:
         ray, threads = self.ray, _threads(config)
-        engine_cls = ray.remote(EngineServer).options(num_cpus=1, max_restarts=1)
-        learner_cls = ray.remote(LearnerWorker).options(num_cpus=1)
+        resources = {
+            kind: dict(config.ray_resources.get(kind, {})) for kind in ("rollout", "engine", "learner")
+        }
+        engine_cls = ray.remote(EngineServer).options(
+            num_cpus=1, max_restarts=1, resources=resources["engine"]
+        )
+        learner_cls = ray.remote(LearnerWorker).options(num_cpus=1, resources=resources["learner"])
         self.engines = [engine_cls.remote(config, threads) for _ in range(config.engine_replicas)]
         self.learner = learner_cls.remote(config, threads)
         layout = ray.get(self.engines[0].layout.remote(), timeout=STARTUP_TIMEOUT_S)
+        # SPREAD: workers go to as many nodes as there are; a lost node's workers restart on another
         worker_cls = ray.remote(RolloutWorker).options(
-            num_cpus=1, max_restarts=RETRIES, max_task_retries=RETRIES
+            num_cpus=1,
+            max_restarts=RETRIES,
+            max_task_retries=RETRIES,
+            scheduling_strategy="SPREAD",
+            resources=resources["rollout"],
         )
         self.workers = [
             worker_cls.remote(config, self.engines[i % len(self.engines)], layout)
             for i in range(config.rollout_workers)
         ]
-        ray.get([w.ping.remote() for w in self.workers], timeout=STARTUP_TIMEOUT_S)
+        ray.get([w.where.remote() for w in self.workers], timeout=STARTUP_TIMEOUT_S)
         self.version = -1
         self._unpublished = False
         self.publish()  # engines serve the learner's initial weights: version 0

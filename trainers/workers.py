@@ -73,6 +73,22 @@ def seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
 
 
+class _Placed:
+    """What every worker can say about where it runs (for start-up and placement checks)."""
+
+    def where(self) -> tuple[int, str | None]:
+        """This process's id, and its Ray node's id when it runs as a Ray actor (else None)."""
+        import os
+        import sys
+
+        node = None
+        if "ray" in sys.modules:  # only a Ray actor has Ray imported already; never import it here
+            ray = sys.modules["ray"]
+            if ray.is_initialized():
+                node = ray.get_runtime_context().get_node_id()
+        return os.getpid(), node
+
+
 def _build(config: Any) -> tuple[Any, Team]:
     """The run's env and team, built as the training command builds them (seeded first: LoRA
     initialisation draws from the global torch RNG)."""
@@ -98,7 +114,7 @@ def _trained_parameters(team: Team) -> dict[str, Any]:
     return out
 
 
-class EngineServer:
+class EngineServer(_Placed):
     """One replica of the team's model policies (module docstring).
 
     Args:
@@ -198,7 +214,7 @@ class RemotePolicy:
         )  # fmt: skip
 
 
-class RolloutWorker:
+class RolloutWorker(_Placed):
     """Plays rollout requests: envs and scripted roles here, model replies from ``engine``.
 
     Args:
@@ -234,14 +250,8 @@ class RolloutWorker:
             policy.version = version
         return play(request, self.team)
 
-    def ping(self) -> int:
-        """For placement checks: this process's id."""
-        import os
 
-        return os.getpid()
-
-
-class LearnerWorker:
+class LearnerWorker(_Placed):
     """The run's learner on its own copy of the team (module docstring).
 
     Args:

@@ -157,11 +157,11 @@ def test_a_rollout_worker_killed_mid_collect_is_restarted_and_the_batch_is_the_s
     expected = local_runtime(tiny_config(**task)).collect(request)
     runtime = RayRuntime(tiny_config(**task, runtime="ray", rollout_workers=2))
     try:
-        pids = [cluster.get(worker.ping.remote()) for worker in runtime.workers]
+        pids = [cluster.get(worker.where.remote())[0] for worker in runtime.workers]
         marker.unlink()
         assert_same_batch(runtime.collect(request), expected)
         assert marker.exists()  # a worker did die mid-collect
-        after = [cluster.get(worker.ping.remote()) for worker in runtime.workers]
+        after = [cluster.get(worker.where.remote())[0] for worker in runtime.workers]
         assert after[0] != pids[0] and after[1:] == pids[1:]  # a new process took worker 0's place
     finally:
         runtime.close()
