@@ -33,7 +33,7 @@ from trainers.advantages import AdvantageResult
 from trainers.records import RolloutBatch, Turn
 from trainers.rollout import RolloutRequest, play
 from trainers.teams import build_team, served_policies, sync_served_weights
-from trainers.workers import initialise_learner, old_logprob_units
+from trainers.workers import LearnerWorker
 
 __all__ = ["Runtime", "LocalRuntime", "StaleWeightsError", "RUNTIMES", "make_runtime"]
 
@@ -83,6 +83,7 @@ class LocalRuntime:
     def __init__(self, team: Team, learner: Any) -> None:
         self.team = team
         self.learner = learner
+        self._learning = LearnerWorker.around(learner)  # checkpoints and the rest, as on Ray
         self.version = 0
         self._unpublished = False
 
@@ -104,7 +105,7 @@ class LocalRuntime:
     ) -> dict[str, dict[str, float]]:
         for policy in served_policies(self.team):
             policy.sleep()  # --vllm-sleep: give the engine's GPU memory to the learner
-        metrics = self.learner.step(samples, advantages, seed=seed)
+        metrics = self._learning.update(samples, advantages, seed)
         self._unpublished = True
         return metrics
 
@@ -115,20 +116,16 @@ class LocalRuntime:
         return seconds
 
     def old_logprob_units(self) -> list[str]:
-        return old_logprob_units(self.learner)
+        return self._learning.old_logprob_units()
 
     def load_checkpoint(self, path: Any) -> dict[str, Any]:
-        from trainers.checkpoint import load_checkpoint
-
-        return load_checkpoint(path, self.learner)
+        return self._learning.load_checkpoint(path)
 
     def save_checkpoint(self, run_dir: Any, step: int, state: Mapping[str, Any], keep: int) -> None:
-        from trainers.checkpoint import save_checkpoint
-
-        save_checkpoint(run_dir, step, self.learner, state, keep=keep)
+        self._learning.save_checkpoint(run_dir, step, state, keep)
 
     def initialise(self, config: Any) -> str:
-        return initialise_learner(config, self.learner)
+        return self._learning.initialise(config)
 
     def close(self) -> None:
         """Nothing to release: the team and learner belong to the caller."""

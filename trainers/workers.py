@@ -89,11 +89,16 @@ class _Placed:
         return os.getpid(), node
 
 
-def _build(config: Any) -> tuple[Any, Team]:
+def _build(config: Any, threads: int | None) -> tuple[Any, Team]:
     """The run's env and team, built as the training command builds them (seeded first: LoRA
-    initialisation draws from the global torch RNG)."""
+    initialisation draws from the global torch RNG), on ``threads`` torch threads (None:
+    ``config.threads``; None there too: torch's choice)."""
     from trainers.teams import build_team
 
+    if threads or config.threads:
+        import torch
+
+        torch.set_num_threads(threads or config.threads)
     seed_everything(config.seed)
     env = config.env_setup.make()
     return env, build_team(config, env)
@@ -123,11 +128,7 @@ class EngineServer(_Placed):
     """
 
     def __init__(self, config: Any, threads: int | None = None) -> None:
-        if threads or config.threads:
-            import torch
-
-            torch.set_num_threads(threads or config.threads)
-        _, self.team = _build(config)
+        _, self.team = _build(config, threads)
         self.policies = {id(b.policy): b.policy for b in self.team.bindings.values()}
         self.version = -1  # nothing published yet
         self.checksum = ""
@@ -262,12 +263,15 @@ class LearnerWorker(_Placed):
     def __init__(self, config: Any, threads: int | None = None) -> None:
         from trainers.learner import Learner
 
-        if threads or config.threads:
-            import torch
+        _, team = _build(config, threads)
+        self.learner = Learner(team, config.learner_config())
 
-            torch.set_num_threads(threads or config.threads)
-        _, self.team = _build(config)
-        self.learner = Learner(self.team, config.learner_config())
+    @classmethod
+    def around(cls, learner: Any) -> LearnerWorker:
+        """A worker over an existing ``Learner`` (``LocalRuntime``: the one whose team plays)."""
+        worker = cls.__new__(cls)
+        worker.learner = learner
+        return worker
 
     def update(self, samples: Sequence[Any], advantages: Any, seed: int) -> dict[str, dict[str, float]]:
         return self.learner.step(samples, advantages, seed=seed)
@@ -280,7 +284,9 @@ class LearnerWorker(_Placed):
         return tensors, weights_checksum(tensors)
 
     def old_logprob_units(self) -> list[str]:
-        return old_logprob_units(self.learner)
+        """Units whose pi_old the learner recomputes (``--old-logprobs``)."""
+        learner = self.learner
+        return [name for name, unit in learner.units.items() if learner.recomputes_old_logprobs(unit)]
 
     def load_checkpoint(self, path: Any) -> dict[str, Any]:
         from trainers.checkpoint import load_checkpoint
@@ -293,25 +299,16 @@ class LearnerWorker(_Placed):
         save_checkpoint(run_dir, step, self.learner, state, keep=keep)
 
     def initialise(self, config: Any) -> str:
-        return initialise_learner(config, self.learner)
+        """--init: the named run's weights, and the KL reference of full-weight units with them;
+        the line that says where they came from."""
+        from trainers.checkpoint import load_initial_weights
+        from trainers.errors import ConfigError
 
-
-def old_logprob_units(learner: Any) -> list[str]:
-    """Units whose pi_old ``learner`` recomputes (``--old-logprobs``)."""
-    return [name for name, unit in learner.units.items() if learner.recomputes_old_logprobs(unit)]
-
-
-def initialise_learner(config: Any, learner: Any) -> str:
-    """--init: the named run's weights into ``learner``, and the KL reference of full-weight
-    units with them; returns the line that says where they came from."""
-    from trainers.checkpoint import load_initial_weights
-    from trainers.errors import ConfigError
-
-    try:
-        source = load_initial_weights(config.init, learner, model=config.model)
-    except (FileNotFoundError, ValueError) as err:
-        raise ConfigError(str(err)) from None
-    for unit in learner.units.values():
-        if unit.reference is not None:  # LoRA units keep the base model (adapters off) as reference
-            unit.reference.load_state_dict(unit.policy.model.state_dict())
-    return f"init: weights from {source}"
+        try:
+            source = load_initial_weights(config.init, self.learner, model=config.model)
+        except (FileNotFoundError, ValueError) as err:
+            raise ConfigError(str(err)) from None
+        for unit in self.learner.units.values():
+            if unit.reference is not None:  # LoRA units keep the base model (adapters off) as reference
+                unit.reference.load_state_dict(unit.policy.model.state_dict())
+        return f"init: weights from {source}"
