@@ -2,6 +2,7 @@
 
     python -m benchmarks.runtime                          # plan_path preset, the default model, 2 steps each
     python -m benchmarks.runtime --model tiny-test --steps 1   # quickest (the test suite runs this)
+    python -m benchmarks.runtime --no-lora                # full weights: published by a gloo broadcast
 
 Each runtime starts from the same weights and plays the same steps of ``python -m
 trainers.at_grpo`` (``train_step``: collect, advantages, update, publish). Reported per
@@ -81,6 +82,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--steps", type=int, default=2, help="training steps per runtime")
     parser.add_argument("--tasks-per-step", type=int, default=None, help="default: the env preset")
     parser.add_argument("--threads", type=int, default=None, help="torch threads of every process")
+    parser.add_argument(
+        "--lora",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="--no-lora: full weights (Ray publishes them by a gloo broadcast instead of the object store)",
+    )
     args = parser.parse_args(argv)
 
     threads = apply_thread_policy(args.threads, print)  # the same count in the driver and every actor
@@ -102,7 +109,8 @@ def main(argv: list[str] | None = None) -> None:
 
     print(
         f"\n{args.env}: {base.tasks_per_step} tasks x K={base.num_generations}, {base.max_new_tokens} new "
-        f"tokens, model {args.model}, {args.steps} steps per runtime, {threads} torch threads per process\n"
+        f"tokens, model {args.model} ({'LoRA' if args.lora else 'full weights'}), {args.steps} steps per "
+        f"runtime, {threads} torch threads per process\n"
     )
     rows = []
     for name, result in results.items():

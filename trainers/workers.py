@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -79,7 +80,6 @@ class _Placed:
     def where(self) -> tuple[int, str | None]:
         """This process's id, and its Ray node's id when it runs as a Ray actor (else None)."""
         import os
-        import sys
 
         node = None
         if "ray" in sys.modules:  # only a Ray actor has Ray imported already; never import it here
@@ -87,6 +87,29 @@ class _Placed:
             if ray.is_initialized():
                 node = ray.get_runtime_context().get_node_id()
         return os.getpid(), node
+
+
+def _node_ip() -> str:
+    """This node's address as the cluster sees it (loopback outside Ray)."""
+    ray = sys.modules.get("ray")
+    if ray is not None and ray.is_initialized():
+        return ray.util.get_node_ip_address()
+    return "127.0.0.1"
+
+
+def _weights_device(backend: str) -> str:
+    return "cuda" if backend == "nccl" else "cpu"
+
+
+class _WeightGroup:
+    """Membership of the torch.distributed group that carries full weights from the learner
+    (rank 0) to the engines (ranks 1..R): gloo on CPU, NCCL on GPU, the same code."""
+
+    def join_weight_group(self, address: str, rank: int, world: int, backend: str) -> None:
+        import torch.distributed as dist
+
+        dist.init_process_group(backend, init_method=f"tcp://{address}", rank=rank, world_size=world)
+        self.weight_backend = backend
 
 
 def _build(config: Any, threads: int | None) -> tuple[Any, Team]:
@@ -119,7 +142,7 @@ def _trained_parameters(team: Team) -> dict[str, Any]:
     return out
 
 
-class EngineServer(_Placed):
+class EngineServer(_Placed, _WeightGroup):
     """One replica of the team's model policies (module docstring).
 
     Args:
@@ -178,6 +201,24 @@ class EngineServer(_Placed):
         self.version = version
         self.checksum = weights_checksum({name: parameters[name] for name in tensors})
         return self.version, self.checksum
+
+    def receive_weights(
+        self, version: int, shapes: Mapping[str, tuple[tuple[int, ...], str]]
+    ) -> tuple[int, str]:
+        """``load_weights`` of the tensors rank 0 broadcasts now, in name order (``shapes``:
+        name -> (shape, dtype name); ``LearnerWorker.broadcast_weights`` is the other end)."""
+        import torch
+        import torch.distributed as dist
+
+        received = {}
+        for name in sorted(shapes):
+            shape, dtype = shapes[name]
+            buffer = torch.empty(
+                shape, dtype=getattr(torch, dtype), device=_weights_device(self.weight_backend)
+            )
+            dist.broadcast(buffer, src=0)
+            received[name] = buffer
+        return self.load_weights(version, received)
 
     def status(self) -> tuple[int, str]:
         """(version served, checksum of the published weights it loaded)."""
@@ -252,7 +293,7 @@ class RolloutWorker(_Placed):
         return play(request, self.team)
 
 
-class LearnerWorker(_Placed):
+class LearnerWorker(_Placed, _WeightGroup):
     """The run's learner on its own copy of the team (module docstring).
 
     Args:
@@ -282,6 +323,36 @@ class LearnerWorker(_Placed):
 
         tensors = unit_tensors(self.learner)
         return tensors, weights_checksum(tensors)
+
+    def weight_group_address(self) -> str:
+        """host:port where the weights group meets (rank 0 is this process): a free port now."""
+        import socket
+
+        with socket.socket() as probe:
+            probe.bind(("", 0))
+            port = probe.getsockname()[1]
+        return f"{_node_ip()}:{port}"
+
+    def weight_shapes(self) -> dict[str, tuple[tuple[int, ...], str]]:
+        """name -> (shape, dtype name) of every trained tensor, for the receiving ends."""
+        from trainers.checkpoint import unit_tensors
+
+        return {
+            n: (tuple(t.shape), str(t.dtype).removeprefix("torch."))
+            for n, t in unit_tensors(self.learner).items()
+        }
+
+    def broadcast_weights(self) -> str:
+        """Send every trained tensor to the weights group in name order; their checksum."""
+        import torch.distributed as dist
+
+        from trainers.checkpoint import unit_tensors
+
+        tensors = unit_tensors(self.learner)
+        device = _weights_device(self.weight_backend)
+        for name in sorted(tensors):
+            dist.broadcast(tensors[name].to(device), src=0)
+        return weights_checksum(tensors)
 
     def old_logprob_units(self) -> list[str]:
         """Units whose pi_old the learner recomputes (``--old-logprobs``)."""

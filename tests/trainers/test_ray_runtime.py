@@ -173,3 +173,25 @@ def test_a_request_the_cluster_cannot_hold_fails_at_once_naming_the_flags(cluste
 
     with pytest.raises(ConfigError, match="--rollout-workers 8"):
         RayRuntime(tiny_config(runtime="ray", rollout_workers=8))  # 6 CPUs, 10 actors
+
+
+@pytest.mark.ray
+@pytest.mark.slow
+def test_full_weights_go_to_every_engine_by_a_gloo_broadcast(cluster):
+    from trainers.at_grpo import train_step
+    from trainers.ray_runtime import RayRuntime
+
+    task = dict(env=TEST_ENV, max_new_tokens=1, response_prefix="", num_generations=4, lora=False, lr=1e-3)
+    config = tiny_config(**task, runtime="ray", engine_replicas=2)
+    runtime = RayRuntime(config)
+    try:
+        assert runtime.weight_path == "collective" and runtime.weight_backend == "gloo"
+        _, learner_sum = cluster.get(runtime.learner.trained_weights.remote())
+        assert runtime.engine_status() == [(0, learner_sum), (0, learner_sum)]
+        metrics, _ = train_step(config, runtime, 1)
+        _, updated = cluster.get(runtime.learner.trained_weights.remote())
+        assert updated != learner_sum and runtime.engine_status() == [(1, updated), (1, updated)]
+        local_metrics, _ = train_step(tiny_config(**task), local_runtime(tiny_config(**task)), 1)
+        assert metrics["loss"] == pytest.approx(local_metrics["loss"], abs=1e-6)
+    finally:
+        runtime.close()
