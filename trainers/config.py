@@ -138,7 +138,8 @@ class TrainConfig(BackendConfig):
     engine_replicas: int = 1
     """--runtime ray: copies of the model that generate (each serves every role's adapter)."""
     learner_ranks: int = 1
-    """--runtime ray: learner processes (1; more, a torch.distributed group, is not built yet)."""
+    """--runtime ray: learner processes, data parallel over a torch.distributed group (gloo on CPU, NCCL
+    on GPU): each forwards its share of every mini-batch, and they sum gradients before each step."""
     ray_resources: dict = field(default_factory=dict)
     """--runtime ray: custom Ray resources each kind of actor asks for, which places it, as JSON, e.g.
     '{"engine": {"gpu_box": 1}, "learner": {"gpu_box": 1}}' for nodes started with
@@ -359,6 +360,7 @@ def _validate(config: TrainConfig) -> None:
                 ("ray_address", None),
                 ("rollout_workers", 1),
                 ("engine_replicas", 1),
+                ("learner_ranks", 1),
                 ("ray_resources", {}),
             )
             if getattr(config, name) != default
@@ -368,11 +370,7 @@ def _validate(config: TrainConfig) -> None:
                 f"{', '.join(given)} only apply to --runtime ray; add --runtime ray or drop them"
             )
     _check_ray_resources(config.ray_resources)
-    if config.learner_ranks != 1:
-        raise ConfigError(
-            f"learner_ranks={config.learner_ranks}: one learner process is all teamgym runs yet; pass "
-            "--learner-ranks 1"
-        )
+
     _positive(config, "eval_every", 0)
     _positive(config, "transcripts", 0)
     check_model_backend(config.backend, config.model)

@@ -31,6 +31,13 @@ One ``step`` on a rollout batch, per unit:
 Log-probabilities are computed with ``agents.sampling`` under the sampler's temperature
 and top-p, over left-padded prompt + response sequences with the same position ids the
 sampler used.
+
+Data parallel (``Learner.group``, a ``DataParallel`` over a torch.distributed group; the Ray
+runtime's ``--learner-ranks``): every rank holds the same weights, plans the same mini- and
+micro-batches from the same samples and seed, forwards and backwards every ``world``-th
+micro-batch only (each still scaled by its share of the whole mini-batch's denominator), and
+the ranks sum their gradients and metrics before the clip and the optimiser step, so every
+rank takes the step one learner would (up to the order of float sums).
 """
 
 from __future__ import annotations
@@ -53,7 +60,7 @@ from trainers.losses import DEFAULT_LOSS_PRESETS, policy_loss, token_entropy, to
 from trainers.prefix import prefix_cost, shared_prefix_logits
 from trainers.records import Turn
 
-__all__ = ["LearnerConfig", "Learner", "TrainUnit"]
+__all__ = ["LearnerConfig", "Learner", "TrainUnit", "DataParallel"]
 
 
 OLD_LOGPROBS = ("auto", "sampler", "recompute")
@@ -235,12 +242,51 @@ class _MicroBatch:
         return int(self.input_ids.numel())
 
 
-class Learner:
-    """Trains the HF policies of a team (see module docstring)."""
+@dataclass(frozen=True)
+class DataParallel:
+    """This process's place among ``world`` learner ranks of ``process_group`` (module docstring)."""
 
-    def __init__(self, team: Team, config: LearnerConfig | None = None) -> None:
+    rank: int
+    world: int
+    process_group: Any = None  # None: torch.distributed's default group
+
+    def sum_gradients(self, parameters: Sequence[torch.nn.Parameter]) -> None:
+        """Every rank's gradients summed, on every rank (a rank without any holds zeros)."""
+        import torch.distributed as dist
+
+        grads = [p.grad if p.grad is not None else torch.zeros_like(p) for p in parameters]
+        flat = torch.cat([g.reshape(-1) for g in grads])
+        dist.all_reduce(flat, group=self.process_group)
+        offset = 0
+        for parameter in parameters:
+            size = parameter.numel()
+            parameter.grad = flat[offset : offset + size].view_as(parameter).clone()
+            offset += size
+
+    def gather(self, value: Any) -> list[Any]:
+        """``value`` of every rank, in rank order (small picklable values: metric sums)."""
+        import torch.distributed as dist
+
+        out: list[Any] = [None] * self.world
+        dist.all_gather_object(out, value, group=self.process_group)
+        return out
+
+
+class Learner:
+    """Trains the HF policies of a team (see module docstring).
+
+    Args:
+        team: The team whose HF policies are trained.
+        config: The learner's settings.
+        group: This rank of a data-parallel learner group (None: one learner).
+    """
+
+    def __init__(
+        self, team: Team, config: LearnerConfig | None = None, group: DataParallel | None = None
+    ) -> None:
         self.config = config or LearnerConfig()
         self.units = _units_from_team(team, self.config)
+        self.group = group
 
     # ------------------------------------------------------------------ batching
     def _micro_batches(
@@ -495,8 +541,10 @@ class Learner:
         exact: dict[str, float] = defaultdict(float)  # terms of the loss: share-weighted sums
         means: dict[str, float] = defaultdict(float)  # token diagnostics: means over forwarded tokens
         forwarded, ratio_max = 0.0, 0.0
+        group = self.group if self.group is not None and self.group.world > 1 else None
+        mine = batches[group.rank :: group.world] if group else batches  # shares stay of the whole
         with unit.policy.using_adapter(unit.adapter):
-            for batch in batches:
+            for batch in mine:
                 share = _denominator(batch, aggregation) / total
                 reference = self._reference_logprobs(unit, batch) if config.kl_coef > 0 else None
                 logprobs, entropy = self._logprobs(model, batch)
@@ -519,6 +567,17 @@ class Learner:
                         exact[key] += value * share
                     else:
                         means[key] += value * share
+        if group:  # every rank: the sums one learner would hold
+            group.sum_gradients(unit.parameters)
+            parts = group.gather((dict(exact), dict(means), forwarded, ratio_max))
+            exact, means = defaultdict(float), defaultdict(float)
+            for part_exact, part_means, _, _ in parts:
+                for key, value in part_exact.items():
+                    exact[key] += value
+                for key, value in part_means.items():
+                    means[key] += value
+            forwarded = sum(part[2] for part in parts)
+            ratio_max = max(part[3] for part in parts)
         grad_norm = _grad_norm(unit.parameters)
         if config.max_grad_norm is not None:
             torch.nn.utils.clip_grad_norm_(unit.parameters, config.max_grad_norm)

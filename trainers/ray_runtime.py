@@ -7,7 +7,10 @@ What runs where (``trainers.workers`` holds the plain classes; here they become 
 * ``rollout_workers`` x ``RolloutWorker``: the envs and scripted roles; each asks one engine
   (worker i -> engine i mod replicas), so a tree's K candidates, one generate call, always
   share a replica and its prompt encoding;
-* one ``LearnerWorker``: the learner, the optimiser and the checkpoints.
+* ``learner_ranks`` x ``LearnerWorker``: the learner and its optimiser, data parallel over a
+  torch.distributed group when there are several (``trainers.learner.DataParallel``: each rank
+  forwards its share of the micro-batches, the ranks sum gradients before the step); rank 0
+  publishes and writes the checkpoints.
 
 ``collect`` splits the request's tasks over the workers (task i -> worker i mod N) and merges
 their batches into the order one process returns (``merge_batches``); every path draws from
@@ -139,7 +142,11 @@ class RayRuntime:
                 f"--engine-replicas {config.engine_replicas} + --learner-ranks "
                 f"{config.learner_ranks} actors need one each ({cpus}): ask for fewer, or add nodes"
             )
-        counts = {"rollout": config.rollout_workers, "engine": config.engine_replicas, "learner": 1}
+        counts = {
+            "rollout": config.rollout_workers,
+            "engine": config.engine_replicas,
+            "learner": config.learner_ranks,
+        }
         needed: dict[str, float] = {}
         for kind, wanted in config.ray_resources.items():
             for name, amount in wanted.items():
@@ -162,7 +169,9 @@ class RayRuntime:
         )
         learner_cls = ray.remote(LearnerWorker).options(num_cpus=1, resources=resources["learner"])
         self.engines = [engine_cls.remote(config, threads) for _ in range(config.engine_replicas)]
-        self.learner = learner_cls.remote(config, threads)
+        # rank 0 publishes and writes checkpoints; every rank updates (data parallel)
+        self.learners = [learner_cls.remote(config, threads) for _ in range(config.learner_ranks)]
+        self.learner = self.learners[0]
         layout = ray.get(self.engines[0].layout.remote(), timeout=STARTUP_TIMEOUT_S)
         # SPREAD: workers go to as many nodes as there are; a lost node's workers restart on another
         worker_cls = ray.remote(RolloutWorker).options(
@@ -180,21 +189,21 @@ class RayRuntime:
         # LoRA adapters (a few MB) go through the object store; full weights by a collective
         # broadcast (a 135M model is ~540 MB in float32: object store 3.6-14 s, gloo ~0.5 s).
         self.weight_path = "object_store" if config.lora else "collective"
-        if self.weight_path == "collective":
-            self._join_weight_group(config)
+        if self.weight_path == "collective" or len(self.learners) > 1:
+            self._join_group(config)
         self.version = -1
         self._unpublished = False
         self.publish()  # engines serve the learner's initial weights: version 0
 
-    def _join_weight_group(self, config: Any) -> None:
-        """One torch.distributed group: the learner (rank 0) and every engine."""
+    def _join_group(self, config: Any) -> None:
+        """One torch.distributed group: the learner ranks, then the engines when full weights
+        are broadcast to them (``workers._Group``)."""
         self.weight_backend = "nccl" if str(config.device or "").startswith("cuda") else "gloo"
-        address = self.ray.get(self.learner.weight_group_address.remote(), timeout=STARTUP_TIMEOUT_S)
-        world = 1 + len(self.engines)
-        joins = [self.learner.join_weight_group.remote(address, 0, world, self.weight_backend)]
-        joins += [
-            engine.join_weight_group.remote(address, rank, world, self.weight_backend)
-            for rank, engine in enumerate(self.engines, start=1)
+        address = self.ray.get(self.learner.group_address.remote(), timeout=STARTUP_TIMEOUT_S)
+        members = self.learners + (self.engines if self.weight_path == "collective" else [])
+        joins = [
+            member.join_group.remote(address, rank, len(members), self.weight_backend, len(self.learners))
+            for rank, member in enumerate(members)
         ]
         self.ray.get(joins, timeout=STARTUP_TIMEOUT_S)
         self._weight_shapes = self.ray.get(self.learner.weight_shapes.remote())
@@ -219,7 +228,8 @@ class RayRuntime:
     def update(
         self, samples: Sequence[Turn], advantages: AdvantageResult, *, seed: int
     ) -> dict[str, dict[str, float]]:
-        metrics = self.ray.get(self.learner.update.remote(list(samples), advantages, seed))
+        samples = self.ray.put(list(samples))  # once, for every rank
+        metrics = self.ray.get([rank.update.remote(samples, advantages, seed) for rank in self.learners])[0]
         self._unpublished = True
         return metrics
 
@@ -255,24 +265,23 @@ class RayRuntime:
         return self.ray.get(self.learner.old_logprob_units.remote())
 
     def load_checkpoint(self, path: Any) -> dict[str, Any]:
-        return self.ray.get(self.learner.load_checkpoint.remote(path))
+        return self.ray.get([rank.load_checkpoint.remote(path) for rank in self.learners])[0]
 
     def save_checkpoint(self, run_dir: Any, step: int, state: Mapping[str, Any], keep: int) -> None:
         # the learner writes it: on a cluster, the run directory must be on storage its node sees
         self.ray.get(self.learner.save_checkpoint.remote(run_dir, step, dict(state), keep))
 
     def initialise(self, config: Any) -> str:
-        return self.ray.get(self.learner.initialise.remote(config))
+        return self.ray.get([rank.initialise.remote(config) for rank in self.learners])[0]
 
     def close(self) -> None:
         """Stop the actors, and the cluster when this runtime started it."""
         for actor in [
             *getattr(self, "workers", []),
             *getattr(self, "engines", []),
-            getattr(self, "learner", None),
+            *getattr(self, "learners", []),
         ]:
-            if actor is not None:
-                self.ray.kill(actor)
-        self.workers, self.engines, self.learner = [], [], None
+            self.ray.kill(actor)
+        self.workers, self.engines, self.learners, self.learner = [], [], [], None
         if self._owns_cluster and self.ray.is_initialized():
             self.ray.shutdown()

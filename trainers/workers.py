@@ -101,15 +101,27 @@ def _weights_device(backend: str) -> str:
     return "cuda" if backend == "nccl" else "cpu"
 
 
-class _WeightGroup:
-    """Membership of the torch.distributed group that carries full weights from the learner
-    (rank 0) to the engines (ranks 1..R): gloo on CPU, NCCL on GPU, the same code."""
+class _Group:
+    """Membership of the run's torch.distributed group: the learner ranks 0..G-1, then the
+    engines G..G+R-1 when full weights are broadcast to them (gloo on CPU, NCCL on GPU, the same
+    code). Two subgroups: the learners' (data-parallel gradients) and the weights' (rank 0 and
+    the engines)."""
 
-    def join_weight_group(self, address: str, rank: int, world: int, backend: str) -> None:
+    weight_group: Any = None
+
+    def join_group(self, address: str, rank: int, world: int, backend: str, learners: int) -> None:
         import torch.distributed as dist
 
         dist.init_process_group(backend, init_method=f"tcp://{address}", rank=rank, world_size=world)
         self.weight_backend = backend
+        # every member creates every subgroup, in the same order (torch.distributed's rule)
+        learner_group = dist.new_group(list(range(learners))) if learners > 1 else None
+        if world > learners:
+            self.weight_group = dist.new_group([0, *range(learners, world)])
+        if learner_group is not None and rank < learners:
+            from trainers.learner import DataParallel
+
+            self.learner.group = DataParallel(rank, learners, learner_group)
 
 
 def _build(config: Any, threads: int | None) -> tuple[Any, Team]:
@@ -142,7 +154,7 @@ def _trained_parameters(team: Team) -> dict[str, Any]:
     return out
 
 
-class EngineServer(_Placed, _WeightGroup):
+class EngineServer(_Placed, _Group):
     """One replica of the team's model policies (module docstring).
 
     Args:
@@ -216,7 +228,7 @@ class EngineServer(_Placed, _WeightGroup):
             buffer = torch.empty(
                 shape, dtype=getattr(torch, dtype), device=_weights_device(self.weight_backend)
             )
-            dist.broadcast(buffer, src=0)
+            dist.broadcast(buffer, src=0, group=self.weight_group)
             received[name] = buffer
         return self.load_weights(version, received)
 
@@ -293,7 +305,7 @@ class RolloutWorker(_Placed):
         return play(request, self.team)
 
 
-class LearnerWorker(_Placed, _WeightGroup):
+class LearnerWorker(_Placed, _Group):
     """The run's learner on its own copy of the team (module docstring).
 
     Args:
@@ -324,8 +336,8 @@ class LearnerWorker(_Placed, _WeightGroup):
         tensors = unit_tensors(self.learner)
         return tensors, weights_checksum(tensors)
 
-    def weight_group_address(self) -> str:
-        """host:port where the weights group meets (rank 0 is this process): a free port now."""
+    def group_address(self) -> str:
+        """host:port where the run's group meets (rank 0 is this process): a free port now."""
         import socket
 
         with socket.socket() as probe:
@@ -351,7 +363,7 @@ class LearnerWorker(_Placed, _WeightGroup):
         tensors = unit_tensors(self.learner)
         device = _weights_device(self.weight_backend)
         for name in sorted(tensors):
-            dist.broadcast(tensors[name].to(device), src=0)
+            dist.broadcast(tensors[name].to(device), src=0, group=self.weight_group)
         return weights_checksum(tensors)
 
     def old_logprob_units(self) -> list[str]:

@@ -195,3 +195,27 @@ def test_full_weights_go_to_every_engine_by_a_gloo_broadcast(cluster):
         assert metrics["loss"] == pytest.approx(local_metrics["loss"], abs=1e-6)
     finally:
         runtime.close()
+
+
+@pytest.mark.ray
+@pytest.mark.slow
+@pytest.mark.parametrize("lora", [True, False])
+def test_two_data_parallel_learner_ranks_take_the_step_one_learner_takes(cluster, lora):
+    from trainers.at_grpo import train_step
+    from trainers.ray_runtime import RayRuntime
+
+    # micro_batch_tokens small: several micro-batches, so each rank forwards a share
+    task = dict(env=TEST_ENV, max_new_tokens=1, response_prefix="", num_generations=4, micro_batch_tokens=64)
+    task.update(lora=lora, lr=1e-2 if lora else 1e-3)
+    local_metrics, _ = train_step(tiny_config(**task), local_runtime(tiny_config(**task)), 1)
+    runtime = RayRuntime(tiny_config(**task, runtime="ray", learner_ranks=2))
+    try:
+        metrics, _ = train_step(tiny_config(**task, runtime="ray", learner_ranks=2), runtime, 1)
+        assert max(v for k, v in local_metrics.items() if k.endswith("/micro_batches")) >= 2
+        for key in ("loss", "pg_loss", "grad_norm", "samples_trained"):
+            assert metrics[key] == pytest.approx(local_metrics[key], rel=1e-5, abs=1e-6), key
+        ranks = cluster.get([rank.trained_weights.remote() for rank in runtime.learners])
+        assert ranks[0][1] == ranks[1][1]  # the ranks hold the very same weights
+        assert runtime.engine_status() == [(1, ranks[0][1])]
+    finally:
+        runtime.close()

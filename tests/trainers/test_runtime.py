@@ -92,7 +92,7 @@ def test_the_training_command_does_not_import_ray():
         ({"rollout_workers": 2}, "--rollout-workers only apply to --runtime ray"),
         ({"ray_address": "auto"}, "--ray-address only apply to --runtime ray"),
         ({"runtime": "ray", "engine_replicas": 0}, "engine_replicas=0 must be >= 1"),
-        ({"runtime": "ray", "learner_ranks": 2}, "--learner-ranks 1"),
+        ({"learner_ranks": 2}, "--learner-ranks only apply to --runtime ray"),
         ({"ray_resources": {"engine": {"gpu_box": 1}}}, "--ray-resources only apply"),
         ({"runtime": "ray", "ray_resources": {"gpu": {"a": 1}}}, "unknown actor kind 'gpu'"),
         ({"runtime": "ray", "ray_resources": {"engine": {"a": 0}}}, r"ray_resources\['engine'\] must map"),
