@@ -67,7 +67,7 @@ from trainers.records import Episode
 from trainers.rollout import step_request, training_sampling
 from trainers.run_dirs import check_writable_dir, load_saved_config, new_run_dir
 from trainers.run_log import RunLogger, atomic_write_text, read_jsonl
-from trainers.runtime import Runtime, make_runtime
+from trainers.runtime import Runtime, WorkerLost, make_runtime
 from trainers.workers import seed_everything
 
 __all__ = ["Summary", "train", "main", "parse_train_args", "load_run_config"]
@@ -352,6 +352,13 @@ def _train(
                 file=sys.stderr,
             )
             raise KeyboardInterrupt from None
+        except WorkerLost as err:
+            progress.close()
+            done = latest_checkpoint(run_dir)
+            raise WorkerLost(
+                f"{err}\nlast complete checkpoint: {done or 'none'}; continue with: "
+                f"python -m trainers.at_grpo --resume {run_dir}"
+            ) from None
     records = read_jsonl(run_dir / "metrics.jsonl")
     phases = ("time/generate", "time/env", "time/learner", "time/sync", "time/step")
     phase_seconds = {
@@ -472,6 +479,9 @@ def _main(argv: list[str], algo: str | None) -> int:
         summary = train(config)
     except KeyboardInterrupt:
         return 130  # train() printed how to resume
+    except WorkerLost as err:
+        print(f"python -m trainers.at_grpo: {err}", file=sys.stderr)
+        return 1
     print(format_summary(summary))
     return 0
 

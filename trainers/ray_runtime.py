@@ -44,7 +44,7 @@ from trainers.advantages import AdvantageResult
 from trainers.errors import ConfigError
 from trainers.records import RolloutBatch, Turn
 from trainers.rollout import RolloutRequest
-from trainers.runtime import StaleWeightsError
+from trainers.runtime import StaleWeightsError, WorkerLost
 from trainers.workers import EngineServer, LearnerWorker, RolloutWorker
 
 __all__ = ["RayRuntime", "import_ray", "merge_batches", "shard_tasks", "STARTUP_TIMEOUT_S"]
@@ -222,14 +222,23 @@ class RayRuntime:
             worker.collect.remote(shard, self.version)
             for worker, shard in zip(self.workers, shards, strict=False)
         ]
-        batches = self.ray.get(refs)
+        batches = self._get(refs, "the rollouts")
         return merge_batches(request, batches, time.perf_counter() - started)
+
+    def _get(self, refs: Any, what: str) -> Any:
+        """``ray.get``; a dead learner or engine becomes ``WorkerLost`` (rollout workers are
+        restarted by Ray and never get here)."""
+        try:
+            return self.ray.get(refs)
+        except self.ray.exceptions.RayActorError as err:
+            raise WorkerLost(f"a Ray actor died during {what}: {type(err).__name__}") from err
 
     def update(
         self, samples: Sequence[Turn], advantages: AdvantageResult, *, seed: int
     ) -> dict[str, dict[str, float]]:
         samples = self.ray.put(list(samples))  # once, for every rank
-        metrics = self.ray.get([rank.update.remote(samples, advantages, seed) for rank in self.learners])[0]
+        refs = [rank.update.remote(samples, advantages, seed) for rank in self.learners]
+        metrics = self._get(refs, "the update")[0]
         self._unpublished = True
         return metrics
 
@@ -246,8 +255,8 @@ class RayRuntime:
         else:
             tensors, checksum = self.learner.trained_weights.options(num_returns=2).remote()
             receiving = [engine.load_weights.remote(version, tensors) for engine in self.engines]
-        served = self.ray.get(receiving)
-        expected = self.ray.get(checksum)
+        served = self._get(receiving, "publish")
+        expected = self._get(checksum, "publish")
         wrong = [s for s in served if s != (version, expected)]
         if wrong:
             raise RuntimeError(

@@ -35,13 +35,18 @@ from trainers.rollout import RolloutRequest, play
 from trainers.teams import build_team, served_policies, sync_served_weights
 from trainers.workers import LearnerWorker
 
-__all__ = ["Runtime", "LocalRuntime", "StaleWeightsError", "RUNTIMES", "make_runtime"]
+__all__ = ["Runtime", "LocalRuntime", "StaleWeightsError", "WorkerLost", "RUNTIMES", "make_runtime"]
 
 RUNTIMES = ("local", "ray")
 
 
 class StaleWeightsError(RuntimeError):
     """``collect`` after an ``update`` that was never published."""
+
+
+class WorkerLost(RuntimeError):
+    """A worker the run cannot go on without (a learner or an engine) died: the step is
+    abandoned, and the run continues from its last checkpoint with ``--resume``."""
 
 
 @runtime_checkable

@@ -219,3 +219,41 @@ def test_two_data_parallel_learner_ranks_take_the_step_one_learner_takes(cluster
         assert runtime.engine_status() == [(1, ranks[0][1])]
     finally:
         runtime.close()
+
+
+@pytest.mark.ray
+@pytest.mark.slow
+def test_a_dead_learner_ends_the_step_and_a_resumed_ray_run_logs_what_a_local_run_does(cluster, tmp_path):
+    """The learner dies mid-run: WorkerLost names the resume command; resuming on Ray from
+    the last checkpoint logs, step for step, what one uninterrupted local run logs."""
+    from trainers.at_grpo import load_run_config, train
+    from trainers.ray_runtime import RayRuntime
+    from trainers.run_log import read_jsonl
+    from trainers.runtime import WorkerLost
+
+    task = dict(env=TEST_ENV, max_new_tokens=1, response_prefix="", num_generations=4, eval_tasks=2)
+    task.update(output_dir=str(tmp_path), plots=False, tensorboard=False, steps=2, eval_every=0)
+    runtime = RayRuntime(tiny_config(**task, runtime="ray"))
+    try:
+        cluster.kill(runtime.learner, no_restart=True)
+        with pytest.raises(WorkerLost, match="during the update"):
+            runtime.update([], compute_advantages([], "grpo"), seed=0)
+    finally:
+        runtime.close()
+
+    local = train(
+        TrainConfig(**{**task, "model": "tiny-test", "run_name": "local"}, threads=1, env_kwargs={})
+    )
+    first = train(
+        TrainConfig(**{**task, "model": "tiny-test", "run_name": "ray", "steps": 1}, threads=1, runtime="ray")
+    )
+    resumed = train(load_run_config(first.run_dir, {"resume": str(first.run_dir), "steps": 2}))
+
+    def logged(run_dir):
+        return [
+            {k: v for k, v in record.items() if not k.startswith(("time/", "tokens_per_s"))}
+            for record in read_jsonl(run_dir / "metrics.jsonl")
+        ]
+
+    assert resumed.run_dir == first.run_dir and len(logged(resumed.run_dir)) == 2
+    assert logged(resumed.run_dir) == logged(local.run_dir)
