@@ -12,11 +12,11 @@ Around them, what a run does with its learner: ``load_checkpoint`` / ``save_chec
 
 ``LocalRuntime`` (the default) does all of it in this process, on one team and one
 ``Learner``: what the training script always did. ``RayRuntime`` (``trainers.ray_runtime``,
-the ``ray`` extra) places rollout workers, engine servers and a learner worker
-(``trainers.workers``) on a Ray cluster. ``make_runtime(config)`` builds the one
-``config.runtime`` names. The algorithm - tree sampling, group keys,
-advantages, losses - stays in the modules it calls, the same for every runtime, and none of
-them imports a distributed framework.
+the ``ray`` extra) places rollout workers, engine servers and learner workers
+(``trainers.workers``) on a Ray cluster. ``make_runtime(config, env)`` builds the one
+``config.runtime`` names. The algorithm (tree sampling, group keys, advantages, losses)
+stays in the modules it calls, the same for every runtime, and none of them imports a
+distributed framework.
 
 The on-policy invariant holds at this seam: after an ``update``, ``collect`` refuses to run
 until ``publish`` (a rollout on stale weights would train on samples of another policy
@@ -35,9 +35,7 @@ from trainers.rollout import RolloutRequest, play
 from trainers.teams import build_team, served_policies, sync_served_weights
 from trainers.workers import LearnerWorker
 
-__all__ = ["Runtime", "LocalRuntime", "StaleWeightsError", "WorkerLost", "RUNTIMES", "make_runtime"]
-
-RUNTIMES = ("local", "ray")
+__all__ = ["Runtime", "LocalRuntime", "StaleWeightsError", "WorkerLost", "make_runtime"]
 
 
 class StaleWeightsError(RuntimeError):

@@ -1,7 +1,8 @@
 """The three kinds of worker a distributed runtime places, as plain classes.
 
 ``trainers.ray_runtime`` wraps each in ``ray.remote`` at run time; tests build them directly,
-without Ray, and wire them together in one process. None of them imports Ray.
+without Ray, and wire them together in one process. Nothing here imports Ray unless it is
+handed a Ray actor handle (``call``) or already runs inside a Ray worker.
 
 * ``EngineServer``: one replica of the team's model policies (built by ``build_team`` from the
   run's config, so the same backend, adapters and roles as a local run). It generates for
@@ -9,7 +10,8 @@ without Ray, and wire them together in one process. None of them imports Ray.
 * ``RolloutWorker``: plays ``RolloutRequest``s: it makes the envs, runs scripted roles itself
   and asks an engine for every model role's replies (``RemotePolicy``).
 * ``LearnerWorker``: the run's ``Learner`` on its own copy of the team: updates, checkpoints,
-  and the trained tensors to publish.
+  and the trained tensors to publish; several of them form a data-parallel group
+  (``join_group``; ``trainers.learner.DataParallel``).
 
 Published weights are the trained parameters only (``"<unit>/<parameter name>" -> tensor``:
 LoRA adapters, or every weight of a full-weight unit), with a checksum both ends compute.
