@@ -99,11 +99,11 @@ def _threads(config: Any) -> int:
 
 
 class RayRuntime:
-    """Rollout workers, engine servers and a learner worker on a Ray cluster (module docstring).
+    """Rollout workers, engine servers and learner workers on a Ray cluster (module docstring).
 
     Args:
         config: The run's resolved ``TrainConfig`` (``ray_address``, ``rollout_workers``,
-            ``engine_replicas``).
+            ``engine_replicas``, ``learner_ranks``, ``ray_resources``).
         object_store_bytes: Object store size of a private cluster (None: Ray's default).
 
     Raises:
