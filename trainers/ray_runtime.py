@@ -37,6 +37,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import time
+import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -164,11 +165,16 @@ class RayRuntime:
         resources = {
             kind: dict(config.ray_resources.get(kind, {})) for kind in ("rollout", "engine", "learner")
         }
-        engine_cls = ray.remote(EngineServer).options(
-            num_cpus=1, max_restarts=1, resources=resources["engine"]
-        )
+        engine_cls = ray.remote(EngineServer)
         learner_cls = ray.remote(LearnerWorker).options(num_cpus=1, resources=resources["learner"])
-        self.engines = [engine_cls.remote(config, threads) for _ in range(config.engine_replicas)]
+        # named, so rollout workers take a name, not a handle (workers.RemotePolicy says why)
+        names = [f"teamgym-engine-{uuid.uuid4().hex[:12]}-{i}" for i in range(config.engine_replicas)]
+        self.engines = [
+            engine_cls.options(num_cpus=1, max_restarts=1, resources=resources["engine"], name=name).remote(
+                config, threads
+            )
+            for name in names
+        ]
         # rank 0 publishes and writes checkpoints; every rank updates (data parallel)
         self.learners = [learner_cls.remote(config, threads) for _ in range(config.learner_ranks)]
         self.learner = self.learners[0]
@@ -182,8 +188,7 @@ class RayRuntime:
             resources=resources["rollout"],
         )
         self.workers = [
-            worker_cls.remote(config, self.engines[i % len(self.engines)], layout)
-            for i in range(config.rollout_workers)
+            worker_cls.remote(config, names[i % len(names)], layout) for i in range(config.rollout_workers)
         ]
         ray.get([w.where.remote() for w in self.workers], timeout=STARTUP_TIMEOUT_S)
         # LoRA adapters (a few MB) go through the object store; full weights by a collective

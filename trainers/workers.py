@@ -246,14 +246,24 @@ def _is_model(policy: Any) -> bool:
 
 
 class RemotePolicy:
-    """A model policy whose replies come from an ``EngineServer`` (a plain one, or a Ray actor
-    handle). Prompts travel without their env (model policies never read it)."""
+    """A model policy whose replies come from an ``EngineServer``: a plain one, or the name of
+    a Ray actor (looked up on first use: an actor handle among a restartable actor's
+    constructor arguments would have to outlive it in Ray's object store). Prompts travel
+    without their env (model policies never read it)."""
 
     def __init__(self, name: str, engine: Any, adapter_names: Sequence[str] = (), version: int = 0) -> None:
         self.name = name
-        self.engine = engine
+        self._engine = engine
         self.adapter_names = tuple(adapter_names)
         self.version = version
+
+    @property
+    def engine(self) -> Any:
+        if isinstance(self._engine, str):
+            import ray
+
+            self._engine = ray.get_actor(self._engine)
+        return self._engine
 
     def generate(
         self,
@@ -275,7 +285,7 @@ class RolloutWorker(_Placed):
 
     Args:
         config: The run's resolved ``TrainConfig`` (scripted roles, ``--roles``).
-        engine: The ``EngineServer`` (or its actor handle) this worker's model roles ask.
+        engine: The ``EngineServer`` this worker's model roles ask, or its Ray actor's name.
         layout: ``EngineServer.layout()``: how the team binds its roles.
     """
 
