@@ -82,16 +82,18 @@ def cluster():
 
 @pytest.mark.ray
 @pytest.mark.slow
-@pytest.mark.parametrize("algo", ["at_grpo", "grpo"])  # tree and plain rollouts
-def test_ray_collect_equals_local_with_one_and_two_workers(cluster, algo):
+def test_ray_collect_equals_local_with_one_and_two_workers(cluster):
     from trainers.ray_runtime import RayRuntime
 
-    request = step_request(tiny_config(algo=algo), 1, training_sampling(tiny_config(algo=algo)))
-    expected = local_runtime(tiny_config(algo=algo)).collect(request)
+    configs = [tiny_config(algo=algo) for algo in ("at_grpo", "grpo")]  # tree and plain rollouts
+    requests = [step_request(config, 1, training_sampling(config)) for config in configs]
+    local = local_runtime(configs[0])
+    expected = [local.collect(request) for request in requests]
     for workers, atol in ((1, 0.0), (2, 1e-5)):  # one worker: the very same generate batches
-        runtime = RayRuntime(tiny_config(algo=algo, runtime="ray", rollout_workers=workers))
+        runtime = RayRuntime(tiny_config(runtime="ray", rollout_workers=workers))
         try:
-            assert_same_batch(runtime.collect(request), expected, logprob_atol=atol)
+            for request, batch in zip(requests, expected, strict=True):
+                assert_same_batch(runtime.collect(request), batch, logprob_atol=atol)
         finally:
             runtime.close()
 
