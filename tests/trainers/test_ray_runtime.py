@@ -100,6 +100,24 @@ def test_ray_collect_equals_local_with_one_and_two_workers(cluster):
 
 @pytest.mark.ray
 @pytest.mark.slow
+def test_scripted_roles_play_in_the_rollout_workers_and_match_local(cluster):
+    from trainers.ray_runtime import RayRuntime
+
+    config = tiny_config(roles=("planner=random",), algo="at_grpo")  # a random planner, the model executes
+    request = step_request(config, 1, training_sampling(config))
+    expected = local_runtime(config).collect(request)
+    runtime = RayRuntime(
+        tiny_config(roles=("planner=random",), algo="at_grpo", runtime="ray", rollout_workers=2)
+    )
+    try:
+        assert_same_batch(runtime.collect(request), expected, logprob_atol=1e-5)
+        assert {t.policy for t in expected.samples if t.role == "planner"} == {"random"}
+    finally:
+        runtime.close()
+
+
+@pytest.mark.ray
+@pytest.mark.slow
 def test_one_training_step_on_ray_matches_local_and_every_engine_serves_the_update(cluster):
     from trainers.at_grpo import train_step
     from trainers.ray_runtime import RayRuntime
