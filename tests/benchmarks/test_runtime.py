@@ -10,9 +10,20 @@ import pytest
 from benchmarks import runtime
 
 
+@pytest.fixture
+def cluster():
+    """One private cluster for both Ray runs (each would otherwise start and stop its own:
+    seconds of the suite, and the start-up column then leaves the cluster out)."""
+    ray = pytest.importorskip("ray")
+    ray.shutdown()
+    ray.init(address="local", num_cpus=4, include_dashboard=False, object_store_memory=200 * 2**20)
+    yield
+    ray.shutdown()
+
+
 @pytest.mark.ray
 @pytest.mark.slow
-def test_the_runtime_benchmark_compares_local_and_ray_in_one_run(capsys):
+def test_the_runtime_benchmark_compares_local_and_ray_in_one_run(cluster, capsys):
     runtime.main(["--model", "tiny-test", "--steps", "1", "--tasks-per-step", "2", "--threads", "1"])
     out = capsys.readouterr().out
     for row in ("local", "ray, 1 worker", "ray, 2 workers"):

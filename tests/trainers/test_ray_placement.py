@@ -1,8 +1,9 @@
-"""RayRuntime on a simulated two-node cluster (``ray.cluster_utils.Cluster``, one machine):
-rollout workers spread over the nodes, engines and the learner land where ``ray_resources``
-says, and a lost node's workers restart on the survivor with the same rollouts. Marked
-``ray`` (skipped without Ray, except in CI). Its own module: a Cluster and the private
-cluster of tests/trainers/test_ray_runtime.py must not overlap."""
+"""RayRuntime on a simulated three-node cluster (``ray.cluster_utils.Cluster``, one machine):
+rollout workers spread over the nodes that offer them a slot, the engine and the learner land
+where ``ray_resources`` says, a lost node's workers restart on the survivor with the same
+rollouts, and resources no node has fail at once. Marked ``ray`` (skipped without Ray, except
+in CI). Its own module: a Cluster and the private cluster of tests/trainers/test_ray_runtime.py
+must not overlap. One cluster and one runtime for the whole story: each costs seconds."""
 
 from __future__ import annotations
 
@@ -15,68 +16,57 @@ pytestmark = [pytest.mark.ray, pytest.mark.slow]
 MIB = 2**20
 
 
-@pytest.fixture
-def two_nodes():
-    """A head node ("node_a", 4 CPUs) and a second node ("node_b", 3 CPUs), the driver on them."""
+@pytest.fixture(scope="module")
+def three_nodes():
+    """Nodes "node_a" (the head, 4 CPUs), "node_b" (3) and "node_c" (1); a and b offer
+    "rollout_slot"s, so rollout workers go to them only; the driver joins."""
     ray = pytest.importorskip("ray")
     from ray.cluster_utils import Cluster
 
     ray.shutdown()
+    slots = {"rollout_slot": 10}
     cluster = Cluster(
         initialize_head=True,
-        head_node_args={"num_cpus": 4, "resources": {"node_a": 10}, "object_store_memory": 100 * MIB},
+        head_node_args={
+            "num_cpus": 4,
+            "resources": {"node_a": 10, **slots},
+            "object_store_memory": 100 * MIB,
+        },
     )
-    node_b = cluster.add_node(num_cpus=3, resources={"node_b": 10}, object_store_memory=100 * MIB)
+    node_b = cluster.add_node(num_cpus=3, resources={"node_b": 10, **slots}, object_store_memory=100 * MIB)
+    node_c = cluster.add_node(num_cpus=1, resources={"node_c": 10}, object_store_memory=100 * MIB)
     ray.init(address=cluster.address)
     try:
-        yield ray, cluster, cluster.head_node.node_id, node_b
+        yield ray, cluster, {"a": cluster.head_node.node_id, "b": node_b, "c": node_c.node_id}
     finally:
         ray.shutdown()
         cluster.shutdown()
 
 
-def test_workers_spread_and_engines_and_learner_land_where_asked(two_nodes):
-    from trainers.ray_runtime import RayRuntime
-
-    ray, _, node_a, node_b = two_nodes
-    config = tiny_config(
-        runtime="ray",
-        rollout_workers=2,
-        ray_resources={"engine": {"node_b": 1}, "learner": {"node_a": 1}},
-    )
-    runtime = RayRuntime(config)
-    try:
-        workers = {ray.get(w.where.remote())[1] for w in runtime.workers}
-        assert workers == {node_a, node_b.node_id}  # one on each node
-        assert ray.get(runtime.engines[0].where.remote())[1] == node_b.node_id
-        assert ray.get(runtime.learner.where.remote())[1] == node_a
-        request = step_request(config, 1, training_sampling(config))
-        assert_same_batch(runtime.collect(request), local_runtime(tiny_config()).collect(request), 1e-5)
-    finally:
-        runtime.close()
-
-
-def test_a_lost_nodes_workers_restart_on_the_survivor_with_the_same_rollouts(two_nodes):
-    from trainers.ray_runtime import RayRuntime
-
-    ray, cluster, node_a, node_b = two_nodes
-    pinned = {"engine": {"node_a": 1}, "learner": {"node_a": 1}}  # only rollout workers on node_b
-    config = tiny_config(runtime="ray", rollout_workers=2, ray_resources=pinned)
-    request = step_request(config, 1, training_sampling(config))
-    runtime = RayRuntime(config)
-    try:
-        before = runtime.collect(request)
-        assert {ray.get(w.where.remote())[1] for w in runtime.workers} == {node_a, node_b.node_id}
-        cluster.remove_node(node_b)
-        assert_same_batch(runtime.collect(request), before)
-        assert {ray.get(w.where.remote())[1] for w in runtime.workers} == {node_a}
-    finally:
-        runtime.close()
-
-
-def test_resources_no_node_has_fail_at_once(two_nodes):
+def test_resources_no_node_has_fail_at_once(three_nodes):
     from trainers.errors import ConfigError
     from trainers.ray_runtime import RayRuntime
 
-    with pytest.raises(ConfigError, match="node_c"):
-        RayRuntime(tiny_config(runtime="ray", ray_resources={"engine": {"node_c": 1}}))
+    with pytest.raises(ConfigError, match="node_d"):
+        RayRuntime(tiny_config(runtime="ray", ray_resources={"engine": {"node_d": 1}}))
+
+
+def test_actors_land_where_asked_and_a_lost_nodes_workers_restart_on_the_survivor(three_nodes):
+    from trainers.ray_runtime import RayRuntime
+
+    ray, cluster, node = three_nodes
+    placed = {"rollout": {"rollout_slot": 1}, "engine": {"node_c": 1}, "learner": {"node_a": 1}}
+    config = tiny_config(runtime="ray", rollout_workers=2, ray_resources=placed)
+    request = step_request(config, 1, training_sampling(config))
+    runtime = RayRuntime(config)
+    try:
+        assert {ray.get(w.where.remote())[1] for w in runtime.workers} == {node["a"], node["b"].node_id}
+        assert ray.get(runtime.engines[0].where.remote())[1] == node["c"]
+        assert ray.get(runtime.learner.where.remote())[1] == node["a"]
+        before = runtime.collect(request)
+        assert_same_batch(before, local_runtime(tiny_config()).collect(request), 1e-5)
+        cluster.remove_node(node["b"])
+        assert_same_batch(runtime.collect(request), before)
+        assert {ray.get(w.where.remote())[1] for w in runtime.workers} == {node["a"]}
+    finally:
+        runtime.close()

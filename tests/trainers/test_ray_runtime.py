@@ -2,9 +2,13 @@
 except in CI): rollouts equal to LocalRuntime's with 1 and 2 workers (model and scripted
 roles), a training step equal to local, weights published to every engine (object store for
 LoRA, a gloo broadcast for full weights), data-parallel learner ranks, a rollout worker
-killed mid-collect, a dead learner and a resumed run, requests the cluster cannot hold, and a
-vLLM engine inside an actor. Plain-class wiring of the workers (no Ray) is tested first, so a
-failure tells the two apart. Placement on two nodes: tests/trainers/test_ray_placement.py."""
+killed mid-collect, a dead learner, a run resumed on Ray, requests the cluster cannot hold,
+and a vLLM engine inside an actor. Plain-class wiring of the workers (no Ray) is tested
+first, so a failure tells the two apart. Placement: tests/trainers/test_ray_placement.py.
+
+Every engine or learner actor costs ~5 s of start-up on a 2-core machine (torch and
+transformers imports, the model), so the tests share runtimes: one runtime with two of
+everything goes through its life in ``TestTwoOfEverything``."""
 
 from __future__ import annotations
 
@@ -85,109 +89,124 @@ def cluster():
 
 @pytest.mark.ray
 @pytest.mark.slow
-def test_ray_collect_equals_local_with_one_and_two_workers(cluster):
+def test_one_rollout_worker_plays_what_local_plays_scripted_roles_included(cluster):
+    """One worker, one engine: the very same generate batches as local, so equal to the bit,
+    for tree (AT-GRPO) and plain (GRPO) requests; the random planner plays in the worker."""
     from trainers.ray_runtime import RayRuntime
 
-    configs = [tiny_config(algo=algo) for algo in ("at_grpo", "grpo")]  # tree and plain rollouts
+    roles = ("planner=random",)
+    configs = [tiny_config(algo=algo, roles=roles) for algo in ("at_grpo", "grpo")]
     requests = [step_request(config, 1, training_sampling(config)) for config in configs]
     local = local_runtime(configs[0])
-    expected = [local.collect(request) for request in requests]
-    for workers, atol in ((1, 0.0), (2, 1e-5)):  # one worker: the very same generate batches
-        runtime = RayRuntime(tiny_config(runtime="ray", rollout_workers=workers))
-        try:
-            for request, batch in zip(requests, expected, strict=True):
-                assert_same_batch(runtime.collect(request), batch, logprob_atol=atol)
-        finally:
-            runtime.close()
-
-
-@pytest.mark.ray
-@pytest.mark.slow
-def test_scripted_roles_play_in_the_rollout_workers_and_match_local(cluster):
-    from trainers.ray_runtime import RayRuntime
-
-    config = tiny_config(roles=("planner=random",), algo="at_grpo")  # a random planner, the model executes
-    request = step_request(config, 1, training_sampling(config))
-    expected = local_runtime(config).collect(request)
-    runtime = RayRuntime(
-        tiny_config(roles=("planner=random",), algo="at_grpo", runtime="ray", rollout_workers=2)
-    )
+    runtime = RayRuntime(tiny_config(roles=roles, runtime="ray"))
     try:
-        assert_same_batch(runtime.collect(request), expected, logprob_atol=1e-5)
-        assert {t.policy for t in expected.samples if t.role == "planner"} == {"random"}
+        for request in requests:
+            expected = local.collect(request)
+            assert_same_batch(runtime.collect(request), expected)
+            assert {t.policy for t in expected.samples if t.role == "planner"} == {"random"}
     finally:
         runtime.close()
 
 
-@pytest.mark.ray
-@pytest.mark.slow
-def test_one_training_step_on_ray_matches_local_and_every_engine_serves_the_update(cluster):
-    from trainers.at_grpo import train_step
+# one-character replies on the even-plan task, where the tiny model's rewards vary (so a step
+# has a loss to compare), in the env that can kill its process once (tests/trainers/conftest.py);
+# micro_batch_tokens small: several micro-batches, so each data-parallel rank forwards a share
+STEP_TASK = dict(max_new_tokens=1, response_prefix="", num_generations=4, micro_batch_tokens=64)
+TWO_OF_EVERYTHING = dict(runtime="ray", rollout_workers=2, engine_replicas=2, learner_ranks=2)
+
+
+@pytest.fixture(scope="class")
+def two_of_everything(cluster, tmp_path_factory):
+    """A RayRuntime with 2 rollout workers, 2 engines and 2 data-parallel learner ranks (LoRA:
+    weights through the object store), shared by TestTwoOfEverything: each of its actors costs
+    seconds of start-up. Yields (runtime, its task's config fields, the marker file: while it
+    is missing, the env kills the process playing the step's first task)."""
     from trainers.ray_runtime import RayRuntime
 
-    # the one-character task, where the tiny model's rewards vary (tests/trainers/conftest.py)
-    task = dict(env=TEST_ENV, max_new_tokens=1, response_prefix="", num_generations=4)
-    local = local_runtime(tiny_config(**task))
-    local_metrics, _ = train_step(tiny_config(**task), local, 1)
-    config = tiny_config(**task, runtime="ray", rollout_workers=2, engine_replicas=2)
-    runtime = RayRuntime(config)
-    try:
-        before = runtime.engine_status()
-        assert runtime.version == 0 and len(set(before)) == 1 and before[0][0] == 0
-        metrics, _ = train_step(config, runtime, 1)
-        assert metrics["loss"] == pytest.approx(local_metrics["loss"], abs=1e-6)
-        assert metrics["samples_trained"] == local_metrics["samples_trained"] > 0
-        assert runtime.version == 1
-        _, checksum = cluster.get(runtime.learner.trained_weights.remote())
-        assert runtime.engine_status() == [(1, checksum), (1, checksum)]
-        assert checksum != before[0][1]  # the update changed the weights the engines serve
-    finally:
-        runtime.close()
-
-
-@pytest.mark.ray
-@pytest.mark.slow
-def test_collect_refuses_unpublished_weights_and_engines_refuse_other_versions(cluster):
-    from trainers.ray_runtime import RayRuntime
-
-    config = tiny_config(runtime="ray")
-    runtime = RayRuntime(config)
-    try:
-        tasks = step_request(config, 1, training_sampling(config)).tasks[:1]
-        request = RolloutRequest(tasks, SamplingParams(max_new_tokens=4))
-        batch = runtime.collect(request)
-        result = compute_advantages(batch.samples, "grpo")
-        runtime.update(batch.samples, result, seed=0)
-        with pytest.raises(StaleWeightsError):
-            runtime.collect(request)
-        with pytest.raises(cluster.exceptions.RayTaskError, match="serves weights version 0"):
-            cluster.get(runtime.workers[0].collect.remote(request, 1))
-    finally:
-        runtime.close()
-
-
-@pytest.mark.ray
-@pytest.mark.slow
-def test_a_rollout_worker_killed_mid_collect_is_restarted_and_the_batch_is_the_same(cluster, tmp_path):
-    from trainers.ray_runtime import RayRuntime
-
-    marker = tmp_path / "crashed"  # the env kills its process at its first action until this exists
-    task = dict(env="tests.trainers.conftest:test/crash_once", max_new_tokens=1, response_prefix="")
+    marker = tmp_path_factory.mktemp("crash_once") / "crashed"
+    marker.touch()
+    task = dict(STEP_TASK, env="tests.trainers.conftest:test/crash_once")
     first = step_request(tiny_config(**task), 1, training_sampling(tiny_config(**task))).tasks[0]
     task["env_kwargs"] = {"marker": str(marker), "crash_task": first.seed}  # worker 0 plays it
-    request = step_request(tiny_config(**task), 1, training_sampling(tiny_config(**task)))
-    marker.touch()
-    expected = local_runtime(tiny_config(**task)).collect(request)
-    runtime = RayRuntime(tiny_config(**task, runtime="ray", rollout_workers=2))
-    try:
+    runtime = RayRuntime(tiny_config(**task, **TWO_OF_EVERYTHING))
+    yield runtime, task, marker
+    runtime.close()
+
+
+@pytest.mark.ray
+@pytest.mark.slow
+class TestTwoOfEverything:
+    """One runtime through its life, in file order: start, collect, a worker lost, a training
+    step, the on-policy guard, a dead learner. Each test states the version it needs."""
+
+    def test_every_engine_starts_on_the_learners_weights(self, two_of_everything, cluster):
+        runtime, _, _ = two_of_everything
+        ranks = cluster.get([rank.trained_weights.remote() for rank in runtime.learners])
+        assert runtime.version == 0 and ranks[0][1] == ranks[1][1]
+        assert runtime.engine_status() == [(0, ranks[0][1])] * 2
+
+    def test_two_workers_collect_what_local_collects(self, two_of_everything):
+        runtime, task, _ = two_of_everything
+        assert runtime.version == 0, "needs the initial weights: run the class in file order"
+        local = local_runtime(tiny_config(**task))
+        for algo in ("at_grpo", "grpo"):  # tree and plain rollouts, each shard merged back in order
+            config = tiny_config(**task, algo=algo)
+            request = step_request(config, 1, training_sampling(config))
+            # other prompts share a generate call than locally: logprobs move by float noise
+            assert_same_batch(runtime.collect(request), local.collect(request), logprob_atol=1e-5)
+
+    def test_a_worker_killed_mid_collect_is_restarted_and_the_batch_is_the_same(
+        self, two_of_everything, cluster
+    ):
+        runtime, task, marker = two_of_everything
+        config = tiny_config(**task)
+        request = step_request(config, 1, training_sampling(config))
+        before = runtime.collect(request)
         pids = [cluster.get(worker.where.remote())[0] for worker in runtime.workers]
         marker.unlink()
-        assert_same_batch(runtime.collect(request), expected)
+        assert_same_batch(runtime.collect(request), before)
         assert marker.exists()  # a worker did die mid-collect
         after = [cluster.get(worker.where.remote())[0] for worker in runtime.workers]
         assert after[0] != pids[0] and after[1:] == pids[1:]  # a new process took worker 0's place
-    finally:
-        runtime.close()
+
+    def test_one_step_matches_local_and_every_engine_serves_the_update(self, two_of_everything, cluster):
+        from trainers.at_grpo import train_step
+
+        runtime, task, _ = two_of_everything
+        assert runtime.version == 0, "needs the initial weights: run the class in file order"
+        (_, initial), _ = runtime.engine_status()
+        local_metrics, _ = train_step(tiny_config(**task), local_runtime(tiny_config(**task)), 1)
+        metrics, _ = train_step(tiny_config(**task, **TWO_OF_EVERYTHING), runtime, 1)
+        assert max(v for k, v in local_metrics.items() if k.endswith("/micro_batches")) >= 2
+        assert local_metrics["samples_trained"] > 0
+        for key in ("loss", "pg_loss", "grad_norm", "samples_trained"):
+            assert metrics[key] == pytest.approx(local_metrics[key], rel=1e-5, abs=1e-6), key
+        ranks = cluster.get([rank.trained_weights.remote() for rank in runtime.learners])
+        assert ranks[0][1] == ranks[1][1] != initial  # the ranks hold the very same, updated weights
+        assert runtime.version == 1 and runtime.engine_status() == [(1, ranks[0][1])] * 2
+
+    def test_collect_refuses_unpublished_weights_and_engines_refuse_other_versions(
+        self, two_of_everything, cluster
+    ):
+        runtime, task, _ = two_of_everything
+        config = tiny_config(**task)
+        tasks = step_request(config, 1, training_sampling(config)).tasks[:1]
+        request = RolloutRequest(tasks, SamplingParams(max_new_tokens=1))
+        batch = runtime.collect(request)
+        runtime.update(batch.samples, compute_advantages(batch.samples, "grpo"), seed=0)
+        with pytest.raises(StaleWeightsError):
+            runtime.collect(request)
+        served = runtime.version
+        with pytest.raises(cluster.exceptions.RayTaskError, match=f"serves weights version {served}"):
+            cluster.get(runtime.workers[0].collect.remote(request, served + 1))
+
+    def test_a_dead_learner_ends_the_step_naming_the_cause(self, two_of_everything, cluster):
+        from trainers.runtime import WorkerLost
+
+        runtime, _, _ = two_of_everything
+        cluster.kill(runtime.learner, no_restart=True)
+        with pytest.raises(WorkerLost, match="during the update"):
+            runtime.update([], compute_advantages([], "grpo"), seed=0)
 
 
 @pytest.mark.ray
@@ -200,77 +219,49 @@ def test_a_request_the_cluster_cannot_hold_fails_at_once_naming_the_flags(cluste
 
 @pytest.mark.ray
 @pytest.mark.slow
-def test_full_weights_go_to_every_engine_by_a_gloo_broadcast(cluster):
+def test_full_weights_reach_every_engine_by_a_gloo_broadcast_and_two_ranks_step_as_one(cluster):
     from trainers.at_grpo import train_step
     from trainers.ray_runtime import RayRuntime
 
-    task = dict(env=TEST_ENV, max_new_tokens=1, response_prefix="", num_generations=4, lora=False, lr=1e-3)
-    config = tiny_config(**task, runtime="ray", engine_replicas=2)
-    runtime = RayRuntime(config)
+    config = tiny_config(**STEP_TASK, env=TEST_ENV, lora=False, lr=1e-3)
+    runtime = RayRuntime(dataclasses.replace(config, runtime="ray", engine_replicas=2, learner_ranks=2))
     try:
         assert runtime.weight_path == "collective" and runtime.weight_backend == "gloo"
-        _, learner_sum = cluster.get(runtime.learner.trained_weights.remote())
-        assert runtime.engine_status() == [(0, learner_sum), (0, learner_sum)]
-        metrics, _ = train_step(config, runtime, 1)
-        _, updated = cluster.get(runtime.learner.trained_weights.remote())
-        assert updated != learner_sum and runtime.engine_status() == [(1, updated), (1, updated)]
-        local_metrics, _ = train_step(tiny_config(**task), local_runtime(tiny_config(**task)), 1)
-        assert metrics["loss"] == pytest.approx(local_metrics["loss"], abs=1e-6)
-    finally:
-        runtime.close()
-
-
-@pytest.mark.ray
-@pytest.mark.slow
-@pytest.mark.parametrize("lora", [True, False])
-def test_two_data_parallel_learner_ranks_take_the_step_one_learner_takes(cluster, lora):
-    from trainers.at_grpo import train_step
-    from trainers.ray_runtime import RayRuntime
-
-    # micro_batch_tokens small: several micro-batches, so each rank forwards a share
-    task = dict(env=TEST_ENV, max_new_tokens=1, response_prefix="", num_generations=4, micro_batch_tokens=64)
-    task.update(lora=lora, lr=1e-2 if lora else 1e-3)
-    local_metrics, _ = train_step(tiny_config(**task), local_runtime(tiny_config(**task)), 1)
-    runtime = RayRuntime(tiny_config(**task, runtime="ray", learner_ranks=2))
-    try:
-        metrics, _ = train_step(tiny_config(**task, runtime="ray", learner_ranks=2), runtime, 1)
-        assert max(v for k, v in local_metrics.items() if k.endswith("/micro_batches")) >= 2
+        _, initial = cluster.get(runtime.learner.trained_weights.remote())
+        assert runtime.engine_status() == [(0, initial)] * 2
+        metrics, _ = train_step(runtime.config, runtime, 1)
+        ranks = cluster.get([rank.trained_weights.remote() for rank in runtime.learners])
+        assert ranks[0][1] == ranks[1][1] != initial
+        assert runtime.engine_status() == [(1, ranks[0][1])] * 2
+        local_metrics, _ = train_step(config, local_runtime(config), 1)
         for key in ("loss", "pg_loss", "grad_norm", "samples_trained"):
             assert metrics[key] == pytest.approx(local_metrics[key], rel=1e-5, abs=1e-6), key
-        ranks = cluster.get([rank.trained_weights.remote() for rank in runtime.learners])
-        assert ranks[0][1] == ranks[1][1]  # the ranks hold the very same weights
-        assert runtime.engine_status() == [(1, ranks[0][1])]
     finally:
         runtime.close()
 
 
 @pytest.mark.ray
 @pytest.mark.slow
-def test_a_dead_learner_ends_the_step_and_a_resumed_ray_run_logs_what_a_local_run_does(cluster, tmp_path):
-    """The learner dies mid-run: WorkerLost names the resume command; resuming on Ray from
-    the last checkpoint logs, step for step, what one uninterrupted local run logs."""
+def test_a_run_resumed_on_ray_logs_and_saves_what_one_local_run_does(cluster, tmp_path):
+    """One local step, then the run resumed on Ray (``runtime`` is a resumable override) for
+    the second: its learner actor loads the checkpoint and saves the next one. Logged step for
+    step, and saved tensor for tensor, as one uninterrupted local run of two steps."""
+    from safetensors.torch import load_file
+
     from trainers.at_grpo import load_run_config, train
-    from trainers.ray_runtime import RayRuntime
     from trainers.run_log import read_jsonl
-    from trainers.runtime import WorkerLost
 
     task = dict(env=TEST_ENV, max_new_tokens=1, response_prefix="", num_generations=4, eval_tasks=2)
     task.update(output_dir=str(tmp_path), plots=False, tensorboard=False, steps=2, eval_every=0)
-    runtime = RayRuntime(tiny_config(**task, runtime="ray"))
-    try:
-        cluster.kill(runtime.learner, no_restart=True)
-        with pytest.raises(WorkerLost, match="during the update"):
-            runtime.update([], compute_advantages([], "grpo"), seed=0)
-    finally:
-        runtime.close()
-
-    local = train(
-        TrainConfig(**{**task, "model": "tiny-test", "run_name": "local"}, threads=1, env_kwargs={})
+    task.update(model="tiny-test", threads=1)
+    local = train(TrainConfig(**task, run_name="local"))
+    first = train(TrainConfig(**{**task, "steps": 1}, run_name="moved"))
+    resumed = train(
+        load_run_config(first.run_dir, {"resume": str(first.run_dir), "steps": 2, "runtime": "ray"})
     )
-    first = train(
-        TrainConfig(**{**task, "model": "tiny-test", "run_name": "ray", "steps": 1}, threads=1, runtime="ray")
+    assert (
+        resumed.run_dir == first.run_dir and '"runtime": "ray"' in (first.run_dir / "config.json").read_text()
     )
-    resumed = train(load_run_config(first.run_dir, {"resume": str(first.run_dir), "steps": 2}))
 
     def logged(run_dir):
         return [
@@ -278,8 +269,18 @@ def test_a_dead_learner_ends_the_step_and_a_resumed_ray_run_logs_what_a_local_ru
             for record in read_jsonl(run_dir / "metrics.jsonl")
         ]
 
-    assert resumed.run_dir == first.run_dir and len(logged(resumed.run_dir)) == 2
-    assert logged(resumed.run_dir) == logged(local.run_dir)
+    def saved(run_dir):
+        newest = sorted((run_dir / "checkpoints").glob("step_*"))[-1]  # step 2's
+        # the trained state; not rng.safetensors: the writer's global generators (the learner
+        # actor's, on Ray), which no draw of a run reads (each is seeded per path and step)
+        return {name: load_file(newest / name) for name in ("weights.safetensors", "optimizer.safetensors")}
+
+    assert len(logged(resumed.run_dir)) == 2 and logged(resumed.run_dir) == logged(local.run_dir)
+    ray_saved, local_saved = saved(resumed.run_dir), saved(local.run_dir)
+    assert all(ray_saved.values())
+    for name, tensors in ray_saved.items():
+        assert tensors.keys() == local_saved[name].keys()
+        assert all(tensors[k].equal(local_saved[name][k]) for k in tensors), name
 
 
 @pytest.mark.ray
@@ -293,7 +294,7 @@ def test_a_vllm_engine_serves_from_a_ray_actor_and_follows_the_learner(cluster):
 
     config = tiny_config(
         model="smollm2-135m-instruct", backend="vllm", vllm_kv_cache_gib=1.0, runtime="ray",
-        tasks_per_step=2, num_generations=2, max_new_tokens=8, lr=5e-3,
+        tasks_per_step=1, num_generations=2, max_new_tokens=4, lr=5e-3,
     )  # fmt: skip
     runtime = RayRuntime(config)
     try:
