@@ -16,11 +16,13 @@ for every library (``benchmarks/peer_runs/task.py``):
   (cooperative multi-LLM GRPO). How CoMLRL expresses the hand-over is in
   ``benchmarks/peer_runs/comlrl_magrpo.py``.
 
-The same for every library: the model weights (the default SmolLM2-135M-Instruct, from
-teamgym's cache), the prompts token for token (chat template + the ``<answer>`` reply prefix),
+The same for every library, where it can be set (what cannot is said in each side's module):
+the model weights (the default SmolLM2-135M-Instruct, from teamgym's cache; ``--init``: a warm
+start merged in), the prompts token for token (chat template + the ``<answer>`` reply prefix),
 the training tasks of every step (teamgym's ``training_tasks``), K, reply length (no stop
-string), temperature, top-p, LoRA r/alpha on every linear layer, AdamW at a constant rate,
-the gradient clip, one optimiser step per step's samples, no KL term, and torch threads.
+string), temperature, top-p, LoRA r/alpha on every linear layer, AdamW at a constant rate
+without weight decay, the gradient clip, one optimiser step per step's samples, no KL term,
+and torch threads.
 
 Each library trains in its own process (the peers in their own virtualenv, so their pins
 cannot break ours); its peak RSS is that process's (``os.wait4``). Per library: seconds per

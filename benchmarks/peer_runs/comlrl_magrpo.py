@@ -79,10 +79,13 @@ def run(spec: dict[str, Any], out: Path) -> dict[str, Any]:
         handed_over[turn_two] = (seed, route)
         return [turn_two, turn_two]
 
+    turn_two_rewards = [0]
+
     def team_reward(
         planner: list[str], executor: list[str], batch_items: Any = None, prompts: Any = None
     ) -> float:
         if prompts and prompts[0] in handed_over:  # turn 2: the executor's reply is played
+            turn_two_rewards[0] += 1
             seed, route = handed_over[prompts[0]]
             after = task.play(spec, seed, [route, executor[0]])
             return sum(after.values()) - sum(task.play(spec, seed, [route]).values())
@@ -147,6 +150,7 @@ def run(spec: dict[str, Any], out: Path) -> dict[str, Any]:
         "transformers": version("transformers"),
         "steps": steps,
         "adapters": str(out / "adapters"),
+        "turn_two_rewards": turn_two_rewards[0],  # K x K per task when every hand-over was found
     }
 
 

@@ -124,6 +124,9 @@ def test_trl_and_comlrl_train_on_the_same_task_and_report_their_rows(tmp_path, c
         result = results[task_name]["rows"][library]
         assert "error" not in result, result
         assert sum(s["samples"] for s in result["steps"]) == samples  # comlrl: 2 tasks x 2 agents x (K + K^2)
+    assert (
+        results["team"]["rows"]["comlrl"]["turn_two_rewards"] == 2 * 2 * 2
+    )  # tasks x K x K: every hand-over
     assert re.search(r"teamgym / trl: time per step [\d.]+x", out)
     assert re.search(r"teamgym / comlrl: time per step [\d.]+x", out)
 
