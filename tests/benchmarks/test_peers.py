@@ -156,3 +156,22 @@ def test_init_starts_every_library_from_the_warm_start_merged_into_the_weights(t
     pairs = zip(merged.named_parameters(), base.named_parameters(), strict=True)
     changed = [name for (name, a), (_, b) in pairs if not torch.equal(a, b)]
     assert changed and all("proj" in n for n in changed)  # the adapted linear layers, nothing else
+
+
+def test_the_peers_prompt_is_teamgyms_token_for_token():
+    """task.render (the peers' virtualenv cannot import agents.hf's torch stack on purpose: it
+    renders with the tokenizer alone) writes what HFPolicy feeds the model."""
+    from agents.base import Prompt
+    from agents.hf import HFPolicy
+
+    spec = {
+        "env": "plan_path-v1",
+        "env_kwargs": {"difficulty": "easy", "max_cycles": 1},
+        "prefix": "<answer>",
+    }
+    policy = HFPolicy("smollm2-135m-instruct")
+    observation = task.replay(spec, 3, [])
+    text = task.render(policy.tokenizer, observation, spec["prefix"])
+    ids = policy.tokenizer(text, add_special_tokens=False)["input_ids"]
+    assert ids == policy.prompt_token_ids(Prompt(observation, prefix="<answer>"))
+    assert text.endswith("assistant\n<answer>") and observation in text
