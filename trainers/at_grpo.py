@@ -16,9 +16,14 @@ Run directory (``<output_dir>/<run_name>``):
     eval.jsonl         one line per evaluation: success, invalid rate, return per role
     tensorboard/       the same scalars as TensorBoard events (when tensorboard is installed)
     plots/*.png        reward, success and eval curves (when matplotlib is installed)
+    report.html        one offline page: config, curves, evaluation episodes turn by turn,
+                       AT-GRPO trees (refreshed at each evaluation and at the end;
+                       python -m benchmarks.report <run> rebuilds it)
     transcripts/       a few evaluation episodes per evaluation, prompts and replies
     episodes/          train_step_<N>.jsonl: every training episode's replies and outcome
-                       (python -m trainers.sft --demos <run> warm-starts on the successes)
+                       (python -m trainers.sft --demos <run> warm-starts on the successes);
+                       eval_step_<N>.jsonl: every evaluation episode, turn by turn in full
+    trees/             train_step_<N>.jsonl: a few tasks' AT-GRPO trees per step (tree rollouts)
     checkpoints/       step_<N>/: trained weights, optimiser, RNG, step (safetensors + JSON, no
                        pickle) and a manifest; atomic; --resume skips a broken newest one
 
@@ -63,11 +68,13 @@ from trainers.episode_store import drop_episodes_after, write_episodes
 from trainers.errors import run_command
 from trainers.evaluation import EvalResult, episode_metrics, eval_result, evaluation_request, sample_metrics
 from trainers.progress import RunProgress
-from trainers.records import Episode
+from trainers.provenance import record_session
+from trainers.records import Episode, RolloutBatch
 from trainers.rollout import step_request, training_sampling
 from trainers.run_dirs import check_writable_dir, load_saved_config, new_run_dir
 from trainers.run_log import RunLogger, atomic_write_text, read_jsonl
 from trainers.runtime import Runtime, WorkerLost, make_runtime
+from trainers.tree_store import drop_trees_after, write_trees
 from trainers.workers import seed_everything
 
 __all__ = ["Summary", "train", "main", "parse_train_args", "load_run_config"]
@@ -148,11 +155,13 @@ def train_step(
     step: int,
     phase: Callable[[str], None] = _no_phase,
     estimator_state: dict[str, Any] | None = None,
+    on_advantages: Callable[[RolloutBatch, np.ndarray], None] | None = None,
 ) -> tuple[dict[str, float], tuple[Episode, ...]]:
     """Collect, advantages, update, publish (``runtime``'s verbs); the step's metrics and the
     episodes it played. ``phase`` is told what the step is doing (the progress display shows it).
     ``estimator_state``: ``{"state": ...}`` a stateful estimator (``rae``) reads and updates
-    in place; the caller saves it in checkpoints."""
+    in place; the caller saves it in checkpoints. ``on_advantages(batch, advantages)`` sees
+    the rollouts and their advantages before the update (the run records trees with it)."""
     started = time.perf_counter()
     phase(f"step {step}: rolling out {config.tasks_per_step} tasks x K={config.num_generations}")
     batch = runtime.collect(step_request(config, step, training_sampling(config)))
@@ -164,6 +173,8 @@ def train_step(
     result = compute_advantages(batch.samples, config.estimator, **options)
     if stateful and estimator_state is not None:
         estimator_state["state"] = result.state
+    if on_advantages is not None:
+        on_advantages(batch, result.advantages)
     learner_start = time.perf_counter()
     phase(f"step {step}: updating on {len(batch.samples)} samples")
     per_unit = runtime.update(batch.samples, result, seed=config.seed * 1_000_003 + step)
@@ -204,9 +215,7 @@ def _evaluate(config: TrainConfig, runtime: Runtime, logger: RunLogger, step: in
         split=config.eval_split,
     )
     result: EvalResult = eval_result(runtime.collect(request))
-    logger.log_eval(step, result.metrics)
-    if config.transcripts:
-        logger.write_transcripts(step, result.episodes, limit=config.transcripts)
+    logger.log_eval(step, result.metrics, result.episodes, transcripts=config.transcripts)
     return result.metrics
 
 
@@ -305,7 +314,9 @@ def _train(
     )
     if config.resume:
         drop_episodes_after(run_dir, start)  # those steps are redone
+        drop_trees_after(run_dir, start)
     atomic_write_text(run_dir / "config.json", json.dumps(config_to_dict(config), indent=2))
+    record_session(run_dir, "resumed" if config.resume else "started")
     with logger:
         evals = {record["step"]: record for record in read_jsonl(run_dir / "eval.jsonl")}
         before = evals.get(0)
@@ -321,7 +332,12 @@ def _train(
         progress.show(eval_text)
         try:
             for step in range(start + 1, config.steps + 1):
-                metrics, episodes = train_step(config, runtime, step, progress.phase, estimator_state)
+                def record_trees(batch: RolloutBatch, advantages: np.ndarray, step: int = step) -> None:
+                    write_trees(run_dir, step, batch.samples, advantages, config.report_trees)
+
+                metrics, episodes = train_step(
+                    config, runtime, step, progress.phase, estimator_state, on_advantages=record_trees
+                )
                 if config.save_episodes:
                     write_episodes(run_dir, step, episodes)
                 logger.log_step(step, metrics)
@@ -405,6 +421,7 @@ def format_summary(summary: Summary) -> str:
         )
     lines += [
         f"  metrics     {summary.run_dir / 'metrics.jsonl'} (eval: eval.jsonl)",
+        f"  report      {summary.run_dir / 'report.html'} (open it in a browser)",
         f"  plots       {summary.run_dir / 'plots'}",
         f"  tensorboard tensorboard --logdir {summary.run_dir / 'tensorboard'}",
         f"  resume      python -m trainers.at_grpo --resume {summary.run_dir} --steps N",

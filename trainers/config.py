@@ -239,7 +239,11 @@ class TrainConfig(BackendConfig):
     """Where evaluations play: held-out 'test' tasks, or the train split's 'validation' slice (never
     trained on) when choosing hyperparameters, so the test split is only ever evaluated."""
     transcripts: int = 3
-    """Episodes written to transcripts/ at each evaluation."""
+    """Episodes written to transcripts/ at each evaluation (episodes/eval_step_<N>.jsonl keeps
+    all of them for report.html)."""
+    report_trees: int = 2
+    """Tasks per training step whose AT-GRPO trees (every node's K candidates with reward and
+    advantage) are written to trees/ and shown in report.html (0: none; tree rollouts only)."""
     save_episodes: bool = True
     """Write every training episode's replies and outcome to episodes/ (demonstrations for
     python -m trainers.sft --demos <this run>)."""
@@ -310,7 +314,7 @@ class TrainConfig(BackendConfig):
 
 # Fields a resumed run may change; everything else must match the saved config.
 RESUMABLE_OVERRIDES = frozenset(
-    {"steps", "progress", "tensorboard", "plots", "resume", "eval_every", "threads"}
+    {"steps", "progress", "tensorboard", "plots", "resume", "eval_every", "threads", "report_trees"}
     | {"runtime", "ray_address", "rollout_workers", "engine_replicas", "ray_resources"}  # where, not what
 )
 
@@ -373,6 +377,7 @@ def _validate(config: TrainConfig) -> None:
 
     _positive(config, "eval_every", 0)
     _positive(config, "transcripts", 0)
+    _positive(config, "report_trees", 0)
     check_model_backend(config.backend, config.model)
     if config.temperature is not None and config.temperature <= 0:
         raise ConfigError(

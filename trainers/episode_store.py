@@ -10,6 +10,11 @@ the step's rollouts (tree rollouts: the path of selected candidates)::
      "turns": [{"agent": "planner_0", "role": "planner", "response": "<answer>R D",
                 "finish_reason": "stop", "invalid": false}, ...]}
 
+Evaluations are stored in full for the run report (``trainers.report``):
+``episodes/eval_step_<step:06d>.jsonl`` adds each turn's ``prompt``, ``reward``,
+``reward_terms``, ``feedback`` (what the env said about the reply) and ``render`` (the env's
+picture after it); ``benchmarks.evaluate`` writes the same form per cell.
+
 Only text is stored, never token ids: the replies are re-tokenized by whichever model the
 warm start trains, and the prompts are re-rendered by replaying the replies in the env
 (``trainers.demonstrations.replayed_demonstrations``), so the demonstrations always carry
@@ -33,12 +38,16 @@ __all__ = [
     "RecordedEpisode",
     "episode_to_json",
     "write_episodes",
+    "write_episode_file",
+    "write_eval_episodes",
+    "read_episode_dicts",
     "read_episodes",
     "drop_episodes_after",
 ]
 
 EPISODES_DIR = "episodes"
 _TRAIN_FILE = re.compile(r"train_step_(\d+)\.jsonl")
+_STEP_FILE = re.compile(r"(?:train|eval)_step_(\d+)\.jsonl")
 
 
 @dataclass(frozen=True)
@@ -66,8 +75,30 @@ class RecordedEpisode:
         return tuple((turn.agent, turn.response) for turn in self.turns)
 
 
-def episode_to_json(episode: Episode) -> dict:
-    """The stored form of an episode (see the module docstring)."""
+def _turn_to_json(turn, detailed: bool) -> dict:
+    stored = {
+        "agent": turn.agent,
+        "role": turn.role,
+        "response": turn.response,
+        "finish_reason": turn.finish_reason,
+        "invalid": bool(turn.invalid),
+    }
+    if detailed:
+        stored.update(
+            turn=turn.turn,
+            step=turn.step,
+            prompt=turn.prompt,
+            reward=float(turn.reward),
+            reward_terms={name: float(value) for name, value in turn.reward_terms.items()},
+            feedback=turn.feedback,
+            render=turn.render,
+        )
+    return stored
+
+
+def episode_to_json(episode: Episode, detailed: bool = False) -> dict:
+    """The stored form of an episode (see the module docstring); ``detailed``: with each turn's
+    prompt, reward, reward terms, feedback and render (evaluations)."""
     task = episode.task
     return {
         "task": {"env_id": task.env_id, "split": task.split, "seed": task.seed},
@@ -75,35 +106,52 @@ def episode_to_json(episode: Episode) -> dict:
         "success": bool(episode.success),
         "truncated": bool(episode.truncated),
         "returns": {agent: float(value) for agent, value in episode.returns.items()},
-        "turns": [
-            {
-                "agent": turn.agent,
-                "role": turn.role,
-                "response": turn.response,
-                "finish_reason": turn.finish_reason,
-                "invalid": bool(turn.invalid),
-            }
-            for turn in episode.turns
-        ],
+        "turns": [_turn_to_json(turn, detailed) for turn in episode.turns],
     }
 
 
-def write_episodes(run_dir: str | Path, step: int, episodes: Sequence[Episode]) -> Path:
-    """Writes ``<run_dir>/episodes/train_step_<step:06d>.jsonl`` atomically (a kill leaves the
-    old file or the new one, never half of one)."""
-    path = Path(run_dir) / EPISODES_DIR / f"train_step_{step:06d}.jsonl"
+def write_episode_file(path: str | Path, episodes: Sequence[Episode], detailed: bool = False) -> Path:
+    """Writes ``episodes`` as JSON lines to ``path`` atomically (a kill leaves the old file or
+    the new one, never half of one)."""
+    path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    lines = (json.dumps(episode_to_json(e), ensure_ascii=False) + "\n" for e in episodes)
+    lines = (json.dumps(episode_to_json(e, detailed), ensure_ascii=False) + "\n" for e in episodes)
     atomic_write_text(path, "".join(lines))
     return path
 
 
+def write_episodes(run_dir: str | Path, step: int, episodes: Sequence[Episode]) -> Path:
+    """Writes ``<run_dir>/episodes/train_step_<step:06d>.jsonl`` (replies and outcomes)."""
+    return write_episode_file(Path(run_dir) / EPISODES_DIR / f"train_step_{step:06d}.jsonl", episodes)
+
+
+def write_eval_episodes(run_dir: str | Path, step: int, episodes: Sequence[Episode]) -> Path:
+    """Writes ``<run_dir>/episodes/eval_step_<step:06d>.jsonl`` (every turn in full)."""
+    path = Path(run_dir) / EPISODES_DIR / f"eval_step_{step:06d}.jsonl"
+    return write_episode_file(path, episodes, detailed=True)
+
+
+def read_episode_dicts(path: str | Path) -> list[dict]:
+    """The stored episodes of one file as plain dicts (lines that are not JSON objects, as a
+    kill can leave at the end, are skipped)."""
+    found = []
+    for line in Path(path).read_text(encoding="utf-8", errors="replace").splitlines():
+        try:
+            data = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(data, dict) and isinstance(data.get("turns"), list):
+            found.append(data)
+    return found
+
+
 def drop_episodes_after(run_dir: str | Path, step: int) -> None:
-    """Deletes the episode files of steps after ``step`` (a resumed run redoes those steps)."""
+    """Deletes the episode files (training and evaluation) of steps after ``step`` (a resumed
+    run redoes those steps)."""
     folder = Path(run_dir) / EPISODES_DIR
     if folder.is_dir():
         for path in folder.iterdir():
-            match = _TRAIN_FILE.fullmatch(path.name)
+            match = _STEP_FILE.fullmatch(path.name)
             if match and int(match.group(1)) > step:
                 path.unlink()
 

@@ -24,7 +24,7 @@ from typing import Any
 
 from trainers.run_log import EVAL_FILE, METRICS_FILE, PLOTS_DIR, read_jsonl
 
-__all__ = ["plot_run"]
+__all__ = ["plot_run", "run_figures", "RATE_LABEL"]
 
 _warned_matplotlib = False
 
@@ -83,34 +83,15 @@ def _save(panels: list[tuple[str, str, Series]], path: Path, *, markers: bool) -
     os.replace(tmp, path)
 
 
-def plot_run(run_dir: str | Path) -> list[Path]:
-    """Writes the run's plots (see the module docstring) into ``run_dir/plots/``.
+Panel = tuple[str, str, Series]
+"""(title, y label, series) of one axes."""
 
-    Args:
-        run_dir: A run directory written by :class:`trainers.run_log.RunLogger`.
 
-    Returns:
-        The PNG paths written; ``[]`` when there is no data or matplotlib is not installed (it
-        warns once then).
-    """
-    global _warned_matplotlib
-    try:
-        import matplotlib.figure  # noqa: F401  (imported lazily: plotting is optional)
-    except ImportError as error:
-        if not _warned_matplotlib:
-            _warned_matplotlib = True
-            warnings.warn(
-                f"plots are off ({error}); `pip install matplotlib` to enable them. "
-                "metrics.jsonl and eval.jsonl are still written.",
-                RuntimeWarning,
-                stacklevel=2,
-            )
-        return []
-
-    run_dir = Path(run_dir)
-    train = read_jsonl(run_dir / METRICS_FILE)
-    evals = read_jsonl(run_dir / EVAL_FILE)
-
+def run_figures(
+    train: list[dict[str, Any]], evals: list[dict[str, Any]]
+) -> list[tuple[str, list[Panel], bool]]:
+    """The run's figures (module docstring) from its metrics and eval records: (file name,
+    panels, markers) each; the PNGs and report.html's charts are both drawn from these."""
     figures: list[tuple[str, list[tuple[str, str, Series]], bool]] = []
     reward = _series(train, _keys_with_prefix(train, "reward/"))
     if reward:
@@ -141,7 +122,35 @@ def plot_run(run_dir: str | Path) -> list[Path]:
     if eval_panels:
         # Markers: evaluations are few points, a bare line would hide where they are.
         figures.append(("eval.png", eval_panels, True))
+    return figures
 
+
+def plot_run(run_dir: str | Path) -> list[Path]:
+    """Writes the run's plots (see the module docstring) into ``run_dir/plots/``.
+
+    Args:
+        run_dir: A run directory written by :class:`trainers.run_log.RunLogger`.
+
+    Returns:
+        The PNG paths written; ``[]`` when there is no data or matplotlib is not installed (it
+        warns once then).
+    """
+    global _warned_matplotlib
+    try:
+        import matplotlib.figure  # noqa: F401  (imported lazily: plotting is optional)
+    except ImportError as error:
+        if not _warned_matplotlib:
+            _warned_matplotlib = True
+            warnings.warn(
+                f"plots are off ({error}); `pip install matplotlib` to enable them. "
+                "metrics.jsonl and eval.jsonl are still written.",
+                RuntimeWarning,
+                stacklevel=2,
+            )
+        return []
+
+    run_dir = Path(run_dir)
+    figures = run_figures(read_jsonl(run_dir / METRICS_FILE), read_jsonl(run_dir / EVAL_FILE))
     if not figures:
         return []
     plots_dir = run_dir / PLOTS_DIR

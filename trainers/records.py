@@ -65,6 +65,10 @@ class Turn:
         agent_reward_terms: Every agent's named reward terms right after the response
             (``env.infos[agent]["reward_terms"]``), e.g. a game's ``seat/outcome`` for the seat
             that lost on the other seat's move. Empty in hand-built turns.
+        feedback: What the env said about the response (``info["feedback"]``): the invalid
+            reason, or what the parsed action did. Shown in run reports.
+        render: The env's text picture of the state after the response (``env.render()``),
+            recorded for executed responses of envs that draw one; None otherwise.
     """
 
     task: TaskKey
@@ -90,6 +94,8 @@ class Turn:
     finish_reason: str = "stop"
     agent_rewards: Mapping[str, float] = field(default_factory=dict)
     agent_reward_terms: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+    feedback: str = ""
+    render: str | None = None
 
     def reward_of(self, agent: str) -> float:
         """What this step paid ``agent`` (``reward`` for the acting agent; 0 for another agent

@@ -336,7 +336,21 @@ def _play(path: _Path, node: _Node, env: Any, generation: Generation, candidate:
         finish_reason=generation.finish_reason,
         agent_rewards={agent: float(reward) for agent, reward in env.rewards.items()},
         agent_reward_terms={agent: dict(env.infos[agent]["reward_terms"]) for agent in env.agents},
+        feedback=str(info.get("feedback", "")),
     )
+
+
+def _with_render(turn: Turn, env: Any) -> Turn:
+    """``turn`` with the picture of ``env`` (stepped with it) for run reports; executed turns
+    only, so a tree node draws its state once, not K times. An env that draws nothing (a
+    third-party env without ``_render_text``, or ``render_mode="human"``) leaves None."""
+    if getattr(env, "render_mode", None) == "human":
+        return turn
+    try:
+        picture = env.render()
+    except NotImplementedError:
+        return turn
+    return dataclasses.replace(turn, render=picture if isinstance(picture, str) else None)
 
 
 def _advance(path: _Path, env: Any, turn: Turn) -> None:
@@ -409,6 +423,7 @@ def tree_rollout(
             node_turns = [
                 dataclasses.replace(turn, selected=(k == chosen)) for k, (_, turn) in enumerate(branches)
             ]
+            node_turns[chosen] = _with_render(node_turns[chosen], branches[chosen][0])
             samples.extend(node_turns)
             _advance(path, branches[chosen][0], node_turns[chosen])
             path.node = path.node + (chosen,)
@@ -436,6 +451,7 @@ def plain_rollout(
         for position, path in enumerate(live):
             node = _node(path, team)
             turn = _play(path, node, path.env, generations[position][0], candidate=0, selected=True)
+            turn = _with_render(turn, path.env)
             _advance(path, path.env, turn)
     samples = tuple(turn for path in paths for turn in path.turns)
     episodes = tuple(path.episode() for path in paths)

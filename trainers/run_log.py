@@ -7,6 +7,8 @@
     tensorboard/                       TensorBoard events (train/<key>, eval/<key>)
     plots/train_reward.png, ...        matplotlib plots (``trainers.plots.plot_run``)
     transcripts/eval_step_000012.md    readable evaluation episodes
+    episodes/eval_step_000012.jsonl    every evaluation episode in full (``trainers.episode_store``)
+    report.html                        the run on one offline page (``trainers.report``)
 
 The JSONL files are the source of truth: every line is appended, flushed and fsynced, so a
 killed run loses at most the line being written, and the plots can always be regenerated from
@@ -38,7 +40,14 @@ import numpy as np
 
 from trainers.records import Episode
 
-__all__ = ["RunLogger", "atomic_write_text", "flatten_metrics", "read_jsonl", "render_transcripts"]
+__all__ = [
+    "RunLogger",
+    "atomic_write_text",
+    "flatten_metrics",
+    "printable_excerpt",
+    "read_jsonl",
+    "render_transcripts",
+]
 
 METRICS_FILE = "metrics.jsonl"
 EVAL_FILE = "eval.jsonl"
@@ -228,10 +237,16 @@ def _clip(text: str, limit: int = MAX_TRANSCRIPT_CHARS) -> tuple[str, int]:
     return f"{text[:head]}\n[... {cut:,} characters cut ...]\n{text[-tail:]}", cut
 
 
-def _code_block(text: str) -> str:
+def printable_excerpt(text: str, limit: int = MAX_TRANSCRIPT_CHARS) -> tuple[str, int]:
+    """``text`` made fit to read: newlines normalised, control characters written as ``\\xNN``,
+    head and tail kept when longer than ``limit``; returns it and how many characters were cut."""
     text = text.replace("\r\n", "\n").replace("\r", "\n")
     text = _CONTROL_CHARS.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
-    text, cut = _clip(text)
+    return _clip(text, limit)
+
+
+def _code_block(text: str) -> str:
+    text, cut = printable_excerpt(text)
     fence = _fence(text)
     block = f"{fence}text\n{text}\n{fence}\n"
     if cut:
@@ -293,8 +308,9 @@ class RunLogger:
         ...     log.log_eval(1, {"success": 0.25, "return": {"planner": 0.4}})
         ...     log.write_transcripts(1, episodes)
 
-    Plots are regenerated after each :meth:`log_eval` and on :meth:`close` (when ``plots``);
-    a plotting error there is turned into a warning, so a plot bug cannot kill a long run.
+    Plots and ``report.html`` are regenerated after each :meth:`log_eval` and on :meth:`close`
+    (when ``plots`` / ``report``); an error there is turned into a warning, so a plot or
+    report bug cannot kill a long run.
 
     Args:
         run_dir: The run directory; created with its parents.
@@ -305,6 +321,7 @@ class RunLogger:
         tensorboard: Write TensorBoard events (warns once and carries on when TensorBoard is
             not installed).
         plots: Write ``plots/*.png`` (needs matplotlib; warns once without it).
+        report: Write ``report.html`` (``trainers.report``).
 
     Raises:
         FileExistsError: ``run_dir`` already holds a run's metrics and ``resume_step`` is None.
@@ -317,12 +334,14 @@ class RunLogger:
         resume_step: int | None = None,
         tensorboard: bool = True,
         plots: bool = True,
+        report: bool = True,
     ) -> None:
         self.run_dir = Path(run_dir)
         self.metrics_path = self.run_dir / METRICS_FILE
         self.eval_path = self.run_dir / EVAL_FILE
         self.transcripts_dir = self.run_dir / TRANSCRIPTS_DIR
         self.plots_enabled = plots
+        self.report_enabled = report
         self._closed = False
         self._tb: Any = None
 
@@ -349,12 +368,14 @@ class RunLogger:
                 self._tb = writer_cls(log_dir=str(self.run_dir / TENSORBOARD_DIR), purge_step=purge)
 
     def _drop_transcripts_after(self, step: int) -> None:
-        if not self.transcripts_dir.is_dir():
-            return
-        for path in self.transcripts_dir.iterdir():
-            match = _TRANSCRIPT_NAME.fullmatch(path.name)
-            if match and int(match.group(1)) > step:
-                path.unlink()
+        if self.transcripts_dir.is_dir():
+            for path in self.transcripts_dir.iterdir():
+                match = _TRANSCRIPT_NAME.fullmatch(path.name)
+                if match and int(match.group(1)) > step:
+                    path.unlink()
+        from trainers.episode_store import drop_episodes_after  # it imports this module
+
+        drop_episodes_after(self.run_dir, step)
 
     def _check_open(self) -> None:
         if self._closed:
@@ -391,19 +412,34 @@ class RunLogger:
         """
         return self._append(self.metrics_path, "train", step, metrics)
 
-    def log_eval(self, step: int, metrics: Mapping[str, Any]) -> dict[str, Any]:
-        """Appends one evaluation's metrics to ``eval.jsonl`` and TensorBoard (``eval/``), then
-        regenerates the plots (when enabled).
+    def log_eval(
+        self,
+        step: int,
+        metrics: Mapping[str, Any],
+        episodes: Sequence[Episode] = (),
+        transcripts: int = 3,
+    ) -> dict[str, Any]:
+        """Appends one evaluation's metrics to ``eval.jsonl`` and TensorBoard (``eval/``), stores
+        its episodes, then regenerates the plots and the report (when enabled).
 
         Args:
             step: The training step the evaluated policy reached.
             metrics: Metric values, e.g. ``{"success": 0.4, "return": {"planner": 0.7}}``.
+            episodes: The evaluation's episodes: all go to ``episodes/eval_step_<step>.jsonl``
+                (the report's), the first ``transcripts`` to ``transcripts/`` as Markdown.
+            transcripts: How many episodes the Markdown transcript shows (0: none).
 
         Returns:
             The record written.
         """
         record = self._append(self.eval_path, "eval", step, metrics)
-        self._auto_plot()
+        if episodes:
+            from trainers.episode_store import write_eval_episodes  # it imports this module
+
+            write_eval_episodes(self.run_dir, step, episodes)
+            if transcripts:
+                self.write_transcripts(step, episodes, limit=transcripts)
+        self._refresh()
         return record
 
     def write_transcripts(self, step: int, episodes: Sequence[Episode], limit: int = 3) -> Path:
@@ -438,19 +474,30 @@ class RunLogger:
 
         return plot_run(self.run_dir)
 
-    def _auto_plot(self) -> None:
-        try:
-            self.plot()
-        except Exception as error:  # a plot bug must not end a long run; the JSONL has the data
-            warnings.warn(f"plotting {self.run_dir} failed: {error!r}", RuntimeWarning, stacklevel=3)
+    def write_report(self) -> Path | None:
+        """Regenerates ``report.html`` from the run directory; returns its path (None when
+        ``report`` is off)."""
+        if not self.report_enabled:
+            return None
+        from trainers.report import write_report
+
+        return write_report(self.run_dir)
+
+    def _refresh(self) -> None:
+        """Plots, then the report; a bug in either must not end a long run (the JSONL has the data)."""
+        for what, make in (("plotting", self.plot), ("writing report.html of", self.write_report)):
+            try:
+                make()
+            except Exception as error:
+                warnings.warn(f"{what} {self.run_dir} failed: {error!r}", RuntimeWarning, stacklevel=3)
 
     def close(self) -> None:
-        """Regenerates the plots and flushes and closes TensorBoard. Safe to call twice."""
+        """Regenerates the plots and the report, flushes and closes TensorBoard. Safe to call twice."""
         if self._closed:
             return
         self._closed = True
         try:
-            self._auto_plot()
+            self._refresh()
         finally:
             if self._tb is not None:
                 self._tb.close()

@@ -51,6 +51,7 @@ from trainers.demonstrations import oracle_demonstrations, replayed_demonstratio
 from trainers.episode_store import RecordedEpisode, read_episodes
 from trainers.evaluation import evaluate
 from trainers.progress import RunProgress
+from trainers.provenance import record_session
 from trainers.records import TaskKey, Turn
 from trainers.run_dirs import load_saved_config, new_run_dir
 from trainers.run_log import RunLogger, atomic_write_text, read_jsonl
@@ -228,6 +229,7 @@ def _evaluate(
     (held-out test by default), logged with the validation NLL of the same weights."""
     sampling = SamplingParams(temperature=0.0, max_new_tokens=config.max_new_tokens, stop=config.stop)
     metrics: dict[str, float] = {"val_nll": val_nll}
+    shown = ()  # the first team's episodes: transcripts and report.html
     for i, (variant, team) in enumerate(teams.items()):
         result = evaluate(
             team,
@@ -239,9 +241,9 @@ def _evaluate(
         )
         prefix = "" if i == 0 else f"{variant}/"
         metrics.update({prefix + k: v for k, v in result.metrics.items()})
-        if i == 0 and config.transcripts:
-            logger.write_transcripts(step, result.episodes, limit=config.transcripts)
-    logger.log_eval(step, metrics)
+        if i == 0:
+            shown = result.episodes
+    logger.log_eval(step, metrics, shown, transcripts=config.transcripts)
     return metrics
 
 
@@ -306,6 +308,7 @@ def _run_sft(config: SFTConfig, progress: RunProgress, started: float) -> SFTSum
         run_dir, resume_step=start if checkpoint else None, tensorboard=config.tensorboard, plots=config.plots
     )
     atomic_write_text(run_dir / "config.json", json.dumps(config_to_dict(config), indent=2))
+    record_session(run_dir, "resumed" if checkpoint else "started")
 
     def evaluate_at(step: int, val_nll: float) -> dict[str, float]:
         progress.phase(f"step {step}: evaluating on {config.eval_tasks} {config.eval_split} tasks")
