@@ -473,7 +473,7 @@ def _main(args: list[str]) -> EvalResults:
         print("\ninterrupted: the finished cells are in results.json (complete: false)", file=sys.stderr)
         raise SystemExit(130) from None
     print(results.markdown)
-    print(f"results: {results.out_dir / 'results.json'} (tables: results.md, plots: plots/, page: report.html)")
+    print(f"results: {results.out_dir / 'results.json'} (tables: results.md, page: report.html)")
     return results
 
 

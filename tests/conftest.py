@@ -9,6 +9,8 @@
 * Without bubblewrap the sandbox refuses to run code unless the user opts in to host
   access; the suite opts in for itself (its programs are its own), unless
   ``TEAMGYM_REQUIRE_BWRAP=1`` (``.ci/run`` sets it): then the isolated mode must work.
+* The report's browser test skips without headless Chromium, unless
+  ``TEAMGYM_REQUIRE_CHROMIUM=1`` (``.ci/run`` installs Chromium and sets it).
 * Tests run torch on one thread (``TEAMGYM_THREADS=1`` unless the environment sets it):
   runs compared for exact equality then use the same count whatever the machine's load,
   and no test's speed collapses beside other work (README, CPU threads). The test of the

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from trainers.records import Episode, TaskKey
-from trainers.run_log import atomic_write_text
+from trainers.run_log import atomic_write_text, read_jsonl
 
 __all__ = [
     "EPISODES_DIR",
@@ -132,17 +132,8 @@ def write_eval_episodes(run_dir: str | Path, step: int, episodes: Sequence[Episo
 
 
 def read_episode_dicts(path: str | Path) -> list[dict]:
-    """The stored episodes of one file as plain dicts (lines that are not JSON objects, as a
-    kill can leave at the end, are skipped)."""
-    found = []
-    for line in Path(path).read_text(encoding="utf-8", errors="replace").splitlines():
-        try:
-            data = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(data, dict) and isinstance(data.get("turns"), list):
-            found.append(data)
-    return found
+    """The stored episodes of one file as plain dicts (a line a kill cut short is skipped)."""
+    return [e for e in read_jsonl(path) if isinstance(e.get("turns"), list)]
 
 
 def drop_episodes_after(run_dir: str | Path, step: int) -> None:

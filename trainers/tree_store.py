@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from trainers.records import Turn
-from trainers.run_log import atomic_write_text
+from trainers.run_log import atomic_write_text, read_jsonl
 
 __all__ = ["TREES_DIR", "tree_records", "write_trees", "read_trees", "drop_trees_after"]
 
@@ -46,11 +46,11 @@ def tree_records(samples: Sequence[Turn], advantages: Sequence[float], tasks: in
             if len(trees) == tasks:
                 continue
             trees[turn.task] = {}
-        node = (turn.turn, turn.step, turn.agent, turn.tree_node)
+        node = (turn.episode, turn.turn, turn.step, turn.agent, turn.tree_node)
         trees[turn.task].setdefault(node, []).append((turn, float(advantage)))
     records = []
     for task, nodes in trees.items():
-        if not any(len(candidates) > 1 or key[3] for key, candidates in nodes.items()):
+        if not any(len(candidates) > 1 or key[4] for key, candidates in nodes.items()):
             continue  # a plain rollout's turns: no tree
         records.append(
             {
@@ -112,14 +112,7 @@ def read_trees(run_dir: str | Path) -> dict[int, list[dict]]:
         match = _TREE_FILE.fullmatch(path.name)
         if not match:
             continue
-        trees = []
-        for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
-            try:
-                tree = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(tree, dict) and isinstance(tree.get("nodes"), list):
-                trees.append(tree)
+        trees = [tree for tree in read_jsonl(path) if isinstance(tree.get("nodes"), list)]
         found[int(match.group(1))] = trees
     return found
 

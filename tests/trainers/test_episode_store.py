@@ -104,10 +104,10 @@ def test_a_training_run_saves_every_episode_it_played(tmp_path):
     ]  # fmt: skip
     assert at_grpo_main(args) == 0
     run = tmp_path / "rl"
-    assert sorted(p.name for p in (run / "episodes").iterdir()) == [
-        "train_step_000001.jsonl",
-        "train_step_000002.jsonl",
-    ]
+    names = sorted(p.name for p in (run / "episodes").iterdir())
+    assert [n for n in names if n.startswith("train_")] == [f"train_step_00000{s}.jsonl" for s in (1, 2)]
+    # the evaluations (before and at the end) are stored in full for report.html
+    assert [n for n in names if n.startswith("eval_")] == [f"eval_step_00000{s}.jsonl" for s in (0, 2)]
     stored = read_episodes([run])
     metrics = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
     # Tree rollouts play one path per task; its success is what the step's metrics counted.
@@ -117,7 +117,7 @@ def test_a_training_run_saves_every_episode_it_played(tmp_path):
         assert record["success"] == pytest.approx(sum(e.success for e in mine) / 3)
     assert all([t.agent for t in e.turns] == ["planner_0", "executor_0"] for e in stored)
     assert at_grpo_main([*args[:-5], "--run-name", "quiet", "--no-save-episodes", *args[-3:]]) == 0
-    assert not (tmp_path / "quiet" / "episodes").exists()
+    assert not list((tmp_path / "quiet" / "episodes").glob("train_step_*"))  # evaluations only
 
 
 def test_stored_oracle_episodes_of_the_real_env_replay_to_the_same_tokens(tmp_path):

@@ -329,7 +329,7 @@ def test_training_evaluation_and_benchmarks_build_the_same_env(monkeypatch, tmp_
     team = random_team(config.env, **config.env_setup.make_kwargs)
 
     class Logger:
-        def log_eval(self, step, metrics):
+        def log_eval(self, step, metrics, episodes=(), transcripts=3):
             pass
 
     source[0] = "training rollout"

@@ -130,5 +130,6 @@ def run_context(run_dir: Path) -> dict[str, Any]:
         "trees": trees,
         "tree_steps": tree_steps,
         "rollout": config.get("rollout"),
+        "warm_start": "demos" in config and "algo" not in config,  # trainers.sft samples no trees
         "report_trees": config.get("report_trees"),
     }
