@@ -177,3 +177,15 @@ def test_a_report_bug_is_a_warning_not_a_dead_run(tmp_path, monkeypatch):
     ):
         log.log_eval(0, {"success": 0.0})
     assert read_jsonl(tmp_path / "eval.jsonl")[0]["success"] == 0.0
+
+
+def test_a_warm_starts_report_names_its_trainer_and_says_why_it_has_no_trees(tmp_path):
+    config = {"env": "plan_path", "demos": ["oracle"], "teams": ["mas"]}  # what trainers.sft saves
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    with RunLogger(tmp_path, tensorboard=False, plots=False) as log:
+        log.log_step(1, {"nll": 0.7})
+    page = BeautifulSoup((tmp_path / "report.html").read_text(), "html.parser")
+    overview = page.find("section", id="overview").get_text()
+    assert "trainers.sft (warm start)" in overview and "algorithm" not in overview
+    assert "samples no trees" in page.find("section", id="trees").get_text()
+    assert [f["data-chart"] for f in page.select("figure.chart")] == ["Reply-token NLL"]

@@ -110,17 +110,23 @@ def run_context(run_dir: Path) -> dict[str, Any]:
     evaluations, evaluation_count = _evaluations(run_dir, evals)
     trees, tree_steps = _trees(run_dir)
     config = config if isinstance(config, dict) else {}
+    warm_start = "demos" in config and "algo" not in config  # trainers.sft: no algorithm, several teams
+    teams = ", ".join(map(str, config.get("teams", [])))
+    summary = [
+        ("env", config.get("env")),
+        *(
+            [("trainer", "trainers.sft (warm start)"), ("teams", teams)]
+            if warm_start
+            else [("algorithm", config.get("algo")), ("team", config.get("team"))]
+        ),
+        ("model", config.get("model")),
+        ("steps logged", len(train)),
+        ("evaluations", len(evals)),
+    ]
     return {
         "kind": "training run",
         "title": run_dir.resolve().name,
-        "summary": [
-            ("env", config.get("env")),
-            ("algorithm", config.get("algo")),
-            ("team", config.get("team")),
-            ("model", config.get("model")),
-            ("steps logged", len(train)),
-            ("evaluations", len(evals)),
-        ],
+        "summary": [(name, value) for name, value in summary if value is not None],
         "config": flat_items(config),
         "provenance": _provenance(run_dir),
         "charts": _charts(train, evals),
@@ -130,6 +136,6 @@ def run_context(run_dir: Path) -> dict[str, Any]:
         "trees": trees,
         "tree_steps": tree_steps,
         "rollout": config.get("rollout"),
-        "warm_start": "demos" in config and "algo" not in config,  # trainers.sft samples no trees
+        "warm_start": warm_start,
         "report_trees": config.get("report_trees"),
     }
