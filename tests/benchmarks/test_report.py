@@ -138,7 +138,8 @@ def test_a_tiny_runs_report_in_headless_chromium(tmp_path, monkeypatch):
     for section in ("overview", "curves", "episodes", "trees"):
         assert page.find("section", id=section) is not None, section
     assert len(page.select("#curves figure.chart svg circle")) > 0
-    assert page.select_one("#filter-count").get_text() == "2 of 2 episode(s) shown"  # the script ran
+    assert len(page.select(".episode")) == 4  # evaluations at steps 0 and 2, 2 tasks each
+    assert page.select_one("#filter-count").get_text() == "4 of 4 episode(s) shown"  # the script ran
     step_one = page.select_one('#trees details.tree-step[data-step="1"]')
     nodes = step_one.select("div.node")
     assert nodes and all(len(node.select("tr.candidate")) == K for node in nodes)
