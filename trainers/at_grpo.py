@@ -64,7 +64,7 @@ from trainers.config import (
     estimator_options,
     resolve_config,
 )
-from trainers.episode_store import drop_episodes_after, write_episodes
+from trainers.episode_store import write_episodes
 from trainers.errors import run_command
 from trainers.evaluation import EvalResult, episode_metrics, eval_result, evaluation_request, sample_metrics
 from trainers.progress import RunProgress
@@ -74,7 +74,7 @@ from trainers.rollout import step_request, training_sampling
 from trainers.run_dirs import check_writable_dir, load_saved_config, new_run_dir
 from trainers.run_log import RunLogger, atomic_write_text, read_jsonl
 from trainers.runtime import Runtime, WorkerLost, make_runtime
-from trainers.tree_store import drop_trees_after, write_trees
+from trainers.tree_store import write_trees
 from trainers.workers import seed_everything
 
 __all__ = ["Summary", "train", "main", "parse_train_args", "load_run_config"]
@@ -312,9 +312,6 @@ def _train(
         tensorboard=config.tensorboard,
         plots=config.plots,
     )
-    if config.resume:
-        drop_episodes_after(run_dir, start)  # those steps are redone
-        drop_trees_after(run_dir, start)
     atomic_write_text(run_dir / "config.json", json.dumps(config_to_dict(config), indent=2))
     record_session(run_dir, "resumed" if config.resume else "started")
     with logger:

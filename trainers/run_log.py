@@ -316,8 +316,8 @@ class RunLogger:
         run_dir: The run directory; created with its parents.
         resume_step: The step of the checkpoint being resumed. Records with a later step are
             removed from ``metrics.jsonl``/``eval.jsonl`` (those steps will be redone), with any
-            corrupt line a kill left; transcripts of later steps are deleted, and TensorBoard
-            is told to purge its events from ``resume_step + 1`` on.
+            corrupt line a kill left; transcripts, episodes and trees of later steps are
+            deleted, and TensorBoard is told to purge its events from ``resume_step + 1`` on.
         tensorboard: Write TensorBoard events (warns once and carries on when TensorBoard is
             not installed).
         plots: Write ``plots/*.png`` (needs matplotlib; warns once without it).
@@ -373,9 +373,12 @@ class RunLogger:
                 match = _TRANSCRIPT_NAME.fullmatch(path.name)
                 if match and int(match.group(1)) > step:
                     path.unlink()
-        from trainers.episode_store import drop_episodes_after  # it imports this module
+        # A resume redoes the later steps: their episodes and trees go too (those modules import this one).
+        from trainers.episode_store import drop_episodes_after
+        from trainers.tree_store import drop_trees_after
 
         drop_episodes_after(self.run_dir, step)
+        drop_trees_after(self.run_dir, step)
 
     def _check_open(self) -> None:
         if self._closed:

@@ -224,6 +224,22 @@ def test_resume_truncates_and_continues(tmp_path):
     assert records[-1] == {"step": 4, "loss": 4.0}
 
 
+def test_resume_drops_the_episodes_and_trees_of_the_steps_it_redoes(tmp_path):
+    log_run(tmp_path, tensorboard=False, plots=False)
+    for folder, kinds in (("episodes", ("train", "eval")), ("trees", ("train",))):
+        (tmp_path / folder).mkdir(exist_ok=True)
+        for kind in kinds:
+            for step in (2, 3, 4):
+                (tmp_path / folder / f"{kind}_step_{step:06d}.jsonl").write_text("{}\n")
+    with RunLogger(tmp_path, resume_step=3, tensorboard=False, plots=False, report=False):
+        pass
+    assert sorted(p.name for p in (tmp_path / "episodes").iterdir()) == [
+        f"{kind}_step_00000{step}.jsonl" for kind in ("eval", "train") for step in (2, 3)
+    ]
+    trees = sorted(p.name for p in (tmp_path / "trees").iterdir())
+    assert trees == [f"train_step_00000{step}.jsonl" for step in (2, 3)]
+
+
 def test_resume_purges_tensorboard_steps(tmp_path):
     pytest.importorskip("tensorboard")
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
