@@ -479,11 +479,13 @@ class RunLogger:
 
     def write_report(self) -> Path | None:
         """Regenerates ``report.html`` from the run directory; returns its path (None when
-        ``report`` is off)."""
+        ``report`` is off, or nothing a report shows was logged yet)."""
         if not self.report_enabled:
             return None
-        from trainers.report import write_report
+        from trainers.report import report_kind, write_report
 
+        if report_kind(self.run_dir) is None:  # e.g. a logger that only wrote transcripts
+            return None
         return write_report(self.run_dir)
 
     def _refresh(self) -> None:
