@@ -57,6 +57,9 @@ def test_an_evaluation_writes_its_report_with_the_tables_of_results_md(evaluatio
     tables = page.select("#curves table.results")
     expected = [b for b in markdown_tables((evaluation / "results.md").read_text()) if "table" in b]
     assert len(tables) == len(expected) > 3
+    lines = (evaluation / "results.md").read_text().splitlines()
+    titles = [line[4:] for line in lines if line.startswith("### ")]
+    assert [h.get_text() for h in page.select("#curves h3")] == titles  # every table, in order
     for table, block in zip(tables, expected, strict=True):
         rows = [[td.get_text() for td in tr.find_all(["td", "th"])] for tr in table.find_all("tr")]
         assert rows == [block["header"], *block["rows"]]
