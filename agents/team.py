@@ -28,14 +28,14 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from agents.base import Generation, Policy, Prompt, SamplingParams
 from envs.core import role_of
 
-__all__ = ["RoleBinding", "Team"]
+__all__ = ["RoleBinding", "Team", "close_policies"]
 
 _ROLE = re.compile(r"^[a-z][a-z0-9]*$")
 
@@ -63,6 +63,18 @@ class RoleBinding:
         """``"name"`` or ``"name:adapter"``: recorded in ``Turn.policy`` by rollouts and used by
         the learner to train every sample with the policy (and adapter) that produced it."""
         return self.policy.name + (f":{self.adapter}" if self.adapter else "")
+
+
+def close_policies(policies: Iterable[Any]) -> None:
+    """``close()`` each distinct policy of ``policies`` that has one, once: a vLLM policy
+    shuts its engines down (weights, KV cache); model and scripted policies have nothing to
+    release."""
+    closed: list[Any] = []
+    for policy in policies:
+        close = getattr(policy, "close", None)
+        if callable(close) and not any(policy is done for done in closed):
+            close()
+            closed.append(policy)
 
 
 def _roles_of(env_or_roles: Any) -> tuple[str, ...]:
@@ -218,6 +230,11 @@ class Team:
             if not any(binding.policy is p for p in out):
                 out.append(binding.policy)
         return out
+
+    def close(self) -> None:
+        """Release what the team's policies hold (``close_policies``). The team cannot
+        generate afterwards."""
+        close_policies(self.policies)
 
     # ------------------------------------------------------------------ env interaction
     def check_env(self, env: Any) -> None:

@@ -26,7 +26,7 @@ from typing import Any
 
 from agents.models import TINY_TEST_MODEL, resolve_model
 from agents.scripted import HeuristicPolicy, OraclePolicy, RandomPolicy
-from agents.team import RoleBinding, Team
+from agents.team import RoleBinding, Team, close_policies
 from benchmarks.eval_config import ConfigError, EvalConfig
 
 __all__ = ["RowSpec", "team_rows", "PolicyBank", "NotApplicable", "is_training_run"]
@@ -193,6 +193,15 @@ class PolicyBank:
 
             self._base = policy_factory(self.config, self.base_model_name)()  # EvalConfig is a BackendConfig
         return self._base
+
+    def close(self) -> None:
+        """Release the loaded models (``agents.team.close_policies``): an evaluation in a
+        process that goes on (a notebook, a test) leaves no vLLM engine behind."""
+        policies = [self._base] if self._base is not None else []
+        if self._trained is not None:
+            policies += [binding.policy for binding in self._trained.bindings.values()]
+        close_policies(policies)
+        self._base = self._trained = None
 
     # ------------------------------------------------------------------ binding
     def _binding(self, kind: str, role: str) -> RoleBinding:

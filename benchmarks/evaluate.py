@@ -424,11 +424,14 @@ def run_evaluation(config: EvalConfig, command: str | None = None) -> EvalResult
                 f"cannot create {out_dir} ({err.strerror}); pass --run-name a plain name"
             ) from None
         header = _header(config, bank, rows, columns, command)
-        for column in columns:
-            for spec in rows:
-                cells.append(_run_cell(config, bank, spec, column, out_dir, progress))
-                # Finished cells are on disk at once: an interrupted evaluation keeps them.
-                write_results(out_dir, {**header, "complete": False}, cells)
+        try:
+            for column in columns:
+                for spec in rows:
+                    cells.append(_run_cell(config, bank, spec, column, out_dir, progress))
+                    # Finished cells are on disk at once: an interrupted evaluation keeps them.
+                    write_results(out_dir, {**header, "complete": False}, cells)
+        finally:
+            bank.close()  # engines shut down: the process may go on (a notebook, a test)
     tasks = len(config.task_seeds) or config.episodes
     spread = seed_spread(config.seeds)
     note = (

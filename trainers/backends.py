@@ -73,7 +73,8 @@ class BackendConfig:
     vllm_memory: float = 0.3
     """vLLM: fraction of GPU memory the engine may take (weights + KV cache); the learner keeps the rest."""
     vllm_kv_cache_gib: float = 2.0
-    """vLLM on CPU: KV cache size in GiB (VLLM_CPU_KVCACHE_SPACE)."""
+    """vLLM on CPU: KV cache size of each engine in GiB (a fraction is fine, e.g. 0.5: it must hold one
+    full-length sequence; VLLM_CPU_KVCACHE_SPACE, in whole GiB, overrides it)."""
     threads: int | None = None
     """CPU threads for torch and the processes it starts (None: the CPUs this process is allotted, by
     affinity and cgroup quota, minus those other work keeps busy at start; agents.threads). Recorded in

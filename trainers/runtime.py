@@ -81,11 +81,14 @@ class LocalRuntime:
     Args:
         team: The team the rollouts play (its trained policies are the learner's).
         learner: The learner that updates them.
+        owns_team: Whether ``close`` closes the team (``make_runtime`` built it, so nobody
+            else will); otherwise the team belongs to the caller.
     """
 
-    def __init__(self, team: Team, learner: Any) -> None:
+    def __init__(self, team: Team, learner: Any, owns_team: bool = False) -> None:
         self.team = team
         self.learner = learner
+        self.owns_team = owns_team
         self._learning = LearnerWorker.around(learner)  # checkpoints and the rest, as on Ray
         self.version = 0
         self._unpublished = False
@@ -131,7 +134,9 @@ class LocalRuntime:
         return self._learning.initialise(config)
 
     def close(self) -> None:
-        """Nothing to release: the team and learner belong to the caller."""
+        """Shut the team's engines down when this runtime built it (``owns_team``)."""
+        if self.owns_team:
+            self.team.close()
 
 
 def make_runtime(config: Any, env: Any) -> Runtime:
@@ -144,4 +149,4 @@ def make_runtime(config: Any, env: Any) -> Runtime:
     from trainers.learner import Learner
 
     team = build_team(config, env)
-    return LocalRuntime(team, Learner(team, config.learner_config()))
+    return LocalRuntime(team, Learner(team, config.learner_config()), owns_team=True)

@@ -8,7 +8,7 @@ import envs
 from agents.base import Prompt, SamplingParams
 from agents.hf import HFPolicy
 from agents.scripted import OraclePolicy, RandomPolicy
-from agents.team import RoleBinding, Team
+from agents.team import RoleBinding, Team, close_policies
 
 ROLES = ("planner", "executor")
 
@@ -189,3 +189,24 @@ def test_response_prefix_reaches_the_prompt_and_the_reply():
     assert team.prompt_for(env, "planner_0").prefix == "<answer>"
     reply = team.act(env, "planner_0", _Sampling(max_new_tokens=3, seed=0))
     assert reply.text.startswith("<answer>") and len(reply.token_ids) <= 3
+
+
+# ---------------------------------------------------------------- releasing engines
+class ClosablePolicy(RandomPolicy):
+    """A scripted policy that counts its ``close()`` calls (a stand-in for a vLLM engine)."""
+
+    def __init__(self):
+        super().__init__(seed=0)
+        self.closed = 0
+
+    def close(self):
+        self.closed += 1
+
+
+def test_close_closes_each_distinct_policy_once_and_skips_those_without_close():
+    shared, other = ClosablePolicy(), ClosablePolicy()
+    team = Team(ROLES, {"planner": shared, "executor": RoleBinding(shared, system_prompt="Be brief.")})
+    team.close()
+    assert shared.closed == 1  # two roles, one policy: closed once
+    close_policies([shared, other, OraclePolicy(), other])  # no close(): left alone
+    assert (shared.closed, other.closed) == (2, 1)

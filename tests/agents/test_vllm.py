@@ -10,8 +10,10 @@ Engine tests are marked ``vllm``: skipped without vLLM, except in CI (``tests/co
 from __future__ import annotations
 
 import dataclasses
+import gc
 import importlib.util
 import os
+import weakref
 
 import numpy as np
 import pytest
@@ -28,6 +30,10 @@ from trainers.records import TaskKey
 from trainers.rollout import tree_rollout
 
 LOGPROB_TOL = 5e-4
+KV_CACHE_GIB = 0.5
+"""Each engine's KV cache here: SmolLM2-135M in float32 takes 46 kB per token, so half a GiB holds
+~11,600 tokens, more than one full-length sequence (8,192) and any batch these tests send; the
+default (2 GiB) would add 1.5 GB per engine to the suite's memory (README, Testing)."""
 
 
 # ---------------------------------------------------------------------------- without an engine
@@ -117,9 +123,22 @@ def one_learner_step(team, lr, seed=0):
 def shared_policy():
     from agents.vllm import VLLMPolicy
 
-    policy = VLLMPolicy("smollm2-135m-instruct", settings=VLLMSettings(kv_cache_gib=1))
+    policy = VLLMPolicy("smollm2-135m-instruct", settings=VLLMSettings(kv_cache_gib=KV_CACHE_GIB))
     yield policy
+    assert_close_frees_the_engines(policy)
+
+
+def assert_close_frees_the_engines(policy):
+    """close() shuts every engine down: nothing keeps one alive, the collector is thawed (the
+    engine froze it at start), and the policy refuses to generate."""
+    engines = [weakref.ref(engine) for engine in policy.engines.values()]
     policy.close()
+    gc.collect()
+    assert all(ref() is None for ref in engines), "a vLLM engine outlived close()"
+    assert gc.get_freeze_count() == 0
+    with pytest.raises(RuntimeError, match="closed"):
+        policy.generate(["hi"])
+    policy.close()  # idempotent
 
 
 @pytest.fixture(scope="module", params=["adapters", "merged"])
@@ -127,11 +146,11 @@ def adapter_policy(request):
     """Per-role adapters served by one multi-LoRA engine, or merged into one engine per role."""
     from agents.vllm import VLLMPolicy
 
-    settings = VLLMSettings(kv_cache_gib=1, lora_serving=request.param)
+    settings = VLLMSettings(kv_cache_gib=KV_CACHE_GIB, lora_serving=request.param)
     policy = VLLMPolicy("smollm2-135m-instruct", adapters=("planner", "executor"), settings=settings)
     assert policy.merged == (request.param == "merged") and len(policy.engines) == (2 if policy.merged else 1)
     yield policy
-    policy.close()
+    assert_close_frees_the_engines(policy)
 
 
 @pytest.mark.vllm
@@ -307,3 +326,4 @@ def test_sleep_mode_frees_and_restores_the_engine_on_gpu():
     assert torch.cuda.mem_get_info()[0] > free_awake
     policy.sync_weights()  # wakes the engine
     assert policy.generate(prompts, sampling=sampling)[0][0].token_ids == before[0][0].token_ids
+    assert_close_frees_the_engines(policy)

@@ -319,6 +319,17 @@ def test_the_command_shows_a_traceback_only_with_debug(tmp_path, monkeypatch):
     assert by_env.returncode == 1 and "Traceback" in by_env.stderr
 
 
+def test_an_evaluation_releases_its_models_when_it_ends(tmp_path, monkeypatch):
+    """The models' close() runs (a vLLM policy shuts its engines down), so an evaluation in a
+    process that goes on leaves no engine behind."""
+    import benchmarks.eval_teams as eval_teams
+
+    released = []
+    monkeypatch.setattr(eval_teams, "close_policies", lambda policies: released.extend(policies))
+    main(tiny(tmp_path, "--env", "plan_path", "--team", "mas", "--seeds", "0", "--episodes", "1"))
+    assert [type(p).__name__ for p in released] == ["HFPolicy"]  # the base model, once
+
+
 def test_select_columns_takes_the_latest_version():
     columns = select_columns(EvalConfig(env=("sokoban", "plan_path-v0")))
     assert [(c.env_id, c.difficulty) for c in columns] == [("sokoban-v1", "easy"), ("plan_path-v0", "easy")]
@@ -423,7 +434,7 @@ def test_a_trained_checkpoint_on_the_vllm_backend_matches_hf(tmp_path):
     common = ["--env", "sokoban", "--model", str(run), "--episodes", "2", "--seeds", "0", "--baselines",
               "--no-progress", "--output-dir", str(tmp_path)]  # fmt: skip
     hf = main([*common, "--run-name", "hf"])
-    vllm = main([*common, "--run-name", "vllm", "--backend", "vllm"])
+    vllm = main([*common, "--run-name", "vllm", "--backend", "vllm", "--vllm-kv-cache-gib", "0.5"])
     hf_cell, vllm_cell = hf.cell("trained mas", "sokoban"), vllm.cell("trained mas", "sokoban")
     for key in ("success", "invalid_rate", "tokens_per_episode", "return/planner", "return/executor"):
         assert vllm_cell.mean[key] == pytest.approx(hf_cell.mean[key]), key

@@ -293,7 +293,7 @@ def test_a_vllm_engine_serves_from_a_ray_actor_and_follows_the_learner(cluster):
     from trainers.ray_runtime import RayRuntime
 
     config = tiny_config(
-        model="smollm2-135m-instruct", backend="vllm", vllm_kv_cache_gib=1.0, runtime="ray",
+        model="smollm2-135m-instruct", backend="vllm", vllm_kv_cache_gib=0.5, runtime="ray",
         tasks_per_step=1, num_generations=2, max_new_tokens=4, lr=5e-3,
     )  # fmt: skip
     runtime = RayRuntime(config)

@@ -113,3 +113,19 @@ def test_the_ray_runtime_without_ray_names_the_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "ray", None)  # makes `import ray` fail
     with pytest.raises(ConfigError, match=r"pip install 'teamgym\[ray\]'"):
         import_ray()
+
+
+def test_close_releases_the_team_only_when_the_runtime_built_it():
+    closed = []
+
+    class EnginePolicy(RandomPolicy):  # stands in for a vLLM policy, whose close() stops engines
+        def close(self):
+            closed.append(self)
+
+    env = envs.make("plan_path")
+    policy = EnginePolicy(seed=0)
+    team = Team(env, {role: policy for role in env.roles})
+    LocalRuntime(team, CountingLearner()).close()
+    assert closed == []  # the caller's team: the caller closes it
+    LocalRuntime(team, CountingLearner(), owns_team=True).close()
+    assert closed == [policy]  # make_runtime's: the runtime is its only owner
