@@ -219,8 +219,9 @@ class TrainConfig(BackendConfig):
     """AdamW weight decay."""
     max_grad_norm: float = 1.0
     """Gradient-norm clip per trained unit."""
-    micro_batch_tokens: int = 4096
-    """Token budget of one forward/backward (lower it if the update runs out of memory)."""
+    micro_batch_tokens: int = 1024
+    """Token budget of one forward/backward: peak memory grows with it (lower it if the update runs
+    out of memory; raise it on a GPU, where larger batches are faster)."""
     shared_prefix: bool = True
     """Encode each group's shared prompt once in the update (same gradients, fewer token-forwards;
     trainers/prefix.py); off: plain padded forwards."""

@@ -85,7 +85,9 @@ class LearnerConfig:
             off for LoRA units, a frozen copy of the initial weights otherwise); 0 disables.
         entropy_coef: Weight of the entropy bonus.
         micro_batch_tokens: Token budget per forward/backward: rows x longest sequence for a
-            padded micro-batch, P + K x longest response for a shared-prefix group.
+            padded micro-batch, P + K x longest response for a shared-prefix group. Peak memory
+            grows with it (the activations kept for the backward pass); on CPU a larger budget
+            buys no speed, so the default is small. Raise it on a GPU.
         shared_prefix: Encode each group's shared prompt once (``trainers.prefix``): same
             logprobs and gradients, far fewer token-forwards. Off: plain padded forwards.
         dynamic_sampling: Drop zero-advantage samples before the update (``None``: on for the
@@ -110,7 +112,7 @@ class LearnerConfig:
     max_response_length: int | None = None
     kl_coef: float = 0.0
     entropy_coef: float = 0.0
-    micro_batch_tokens: int = 4096
+    micro_batch_tokens: int = 1024
     shared_prefix: bool = True
     dynamic_sampling: bool | None = None
     old_logprobs: str = "auto"
