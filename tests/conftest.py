@@ -37,6 +37,8 @@ import sys
 import pytest
 from hypothesis import HealthCheck, settings
 
+pytest_plugins = ("tests.memory",)  # per-module memory figures and the guard (tests/memory.py)
+
 SUBPROCESS_TIMEOUT_S = float(os.environ.get("TEAMGYM_TEST_TIMEOUT_S", 3600))
 """How long a test waits on a subprocess before calling it hung (a hang guard, not a speed check)."""
 
@@ -57,7 +59,48 @@ def pytest_configure(config):
         os.environ.setdefault("TEAMGYM_SANDBOX_ALLOW_HOST_ACCESS", "1")
 
 
+# ------------------------------------------------------------------ running in parallel
+WORKER_MEMORY_GB = 5.0
+"""What one pytest-xdist worker may hold at its peak, its subprocesses included (the guard in
+tests/memory.py and the README's measured per-module peaks keep it there): ``-n auto`` starts
+no more workers than the available memory holds at this much each."""
+
+LONG_MODULES = (
+    "tests/trainers/test_game_learning_referential.py",
+    "tests/trainers/test_game_learning_tictactoe.py",
+    "tests/trainers/test_at_grpo.py",
+    "tests/agents/test_vllm.py",
+    "tests/benchmarks/test_evaluate.py",
+    "tests/envs/alfworld/test_pddl_differential.py",
+    "tests/trainers/test_ray_runtime.py",
+    "tests/envs/test_conformance.py",
+)
+"""The modules that take longest (measured: README, Testing), longest first. They run first,
+so that under ``-n`` (whole modules per worker, ``--dist loadfile``) no long module starts
+last while the other workers idle. Order only: a module missing here runs all the same."""
+
+
+def pytest_xdist_auto_num_workers(config):
+    """``-n auto``: one worker per CPU this process may use, but no more than the available
+    memory holds at ``WORKER_MEMORY_GB`` each (at least one)."""
+    import psutil
+
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    by_memory = int(psutil.virtual_memory().available / (WORKER_MEMORY_GB * 1024**3))
+    return max(1, min(cpus, by_memory))
+
+
+def _long_modules_first(items) -> None:
+    rank = {module: i for i, module in enumerate(LONG_MODULES)}
+    order = {}
+    for index, item in enumerate(items):
+        module = item.nodeid.split("::", 1)[0]
+        order.setdefault(module, (rank.get(module, len(rank)), index))
+    items.sort(key=lambda item: order[item.nodeid.split("::", 1)[0]])  # stable within a module
+
+
 def pytest_collection_modifyitems(config, items):
+    _long_modules_first(items)
     _skip_vllm_tests_without_vllm(items)
     _skip_spiel_tests_without_spiel(items)
     _skip_ray_tests_without_ray(items)

@@ -1,0 +1,118 @@
+"""A memory budget shared by the pytest processes of one run (pytest-xdist workers).
+
+Each test module declares how much memory its tests add, at their peak, to the process
+that runs them and its children: ``pytestmark = pytest.mark.memory(gb=...)`` (undeclared:
+``DEFAULT_MODULE_GB``). Before a worker starts a module it asks the pool for what it holds
+now (its RSS) plus that declaration, and waits until that fits beside what the other
+workers hold. So two heavy modules (a vLLM engine, a learning run) never run at once, while
+light modules run beside anything. ``tests/memory.py`` measures every module and fails CI
+when one adds more than it declared, so the declarations stay true.
+
+Why not one worker per N GB: most modules take a few hundred MB and a few take 5-8 GB; a
+fixed split would either idle a core or let two heavy modules meet. The pool is a JSON file
+under an exclusive ``fcntl`` lock (POSIX; elsewhere every module runs as if alone): entries
+of processes that died are dropped, and a worker that waits is served before a later one,
+so a heavy module is not starved by a stream of light ones.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+POOL_ENV = "TEAMGYM_TEST_MEMORY_POOL"  # the pool's directory, set by the controller for its workers
+POOL_GB_ENV = "TEAMGYM_TEST_MEMORY_GB"
+DEFAULT_POOL_GB = 8.5
+"""What the test processes may hold together, GB: CI's budget is 10 GB for the machine, which
+idles at ~0.75 GB; the rest is margin for what a 0.5 s sampler misses."""
+DEFAULT_MODULE_GB = 1.0
+"""What an undeclared module may add to its process tree at its peak, GB."""
+POLL_S = 0.2
+
+try:
+    import fcntl
+except ImportError:  # not POSIX: no pool (each module runs as if alone)
+    fcntl = None
+
+
+def pool_gb() -> float:
+    return float(os.environ.get(POOL_GB_ENV, DEFAULT_POOL_GB))
+
+
+class MemoryPool:
+    """The budget in ``directory`` (``state.json`` under ``lock``), shared by ``total_gb``."""
+
+    def __init__(self, directory: Path, total_gb: float) -> None:
+        self.directory = Path(directory)
+        self.total_gb = total_gb
+        self.state_path = self.directory / "state.json"
+        self.lock_path = self.directory / "lock"
+
+    @contextmanager
+    def _locked(self):
+        with open(self.lock_path, "a+") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            try:
+                yield self._read()
+            finally:
+                fcntl.flock(lock, fcntl.LOCK_UN)
+
+    def _read(self) -> dict:
+        try:
+            state = json.loads(self.state_path.read_text())
+        except (FileNotFoundError, json.JSONDecodeError):
+            state = {}
+        state.setdefault("held", {})
+        state.setdefault("waiting", {})
+        for kind in ("held", "waiting"):  # a worker that died holds nothing
+            state[kind] = {who: entry for who, entry in state[kind].items() if _alive(entry["pid"])}
+        return state
+
+    def _write(self, state: dict) -> None:
+        tmp = self.state_path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(state))
+        os.replace(tmp, self.state_path)
+
+    def acquire(self, who: str, gb: float) -> float:
+        """Hold ``gb`` (at most the whole pool) for ``who``; returns the seconds it waited."""
+        if fcntl is None:
+            return 0.0
+        gb = min(gb, self.total_gb)
+        started = time.monotonic()
+        since = None
+        while True:
+            with self._locked() as state:
+                if since is None:  # the time this worker's wait began (kept if it was waiting already)
+                    since = state["waiting"].get(who, {}).get("since", time.time())
+                others = sum(e["gb"] for w, e in state["held"].items() if w != who)
+                earlier = sum(
+                    e["gb"] for w, e in state["waiting"].items() if w != who and e["since"] < since
+                )
+                if others + gb + earlier <= self.total_gb + 1e-9:
+                    state["held"][who] = {"pid": os.getpid(), "gb": gb}
+                    state["waiting"].pop(who, None)
+                    self._write(state)
+                    return time.monotonic() - started
+                state["waiting"][who] = {"pid": os.getpid(), "gb": gb, "since": since}
+                self._write(state)
+            time.sleep(POLL_S)
+
+    def release(self, who: str) -> None:
+        if fcntl is None:
+            return
+        with self._locked() as state:
+            state["held"].pop(who, None)
+            self._write(state)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
