@@ -11,6 +11,7 @@ from envs.alfworld.pddl import pddl_available
 from envs.games.spiel import spiel_available
 
 
+@pytest.mark.slow
 def test_quick_run_prints_every_env_and_preset(capsys):
     env_throughput.main(["--quick", "--no-gym-sokoban"])
     out = capsys.readouterr().out
