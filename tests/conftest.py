@@ -69,6 +69,7 @@ LONG_MODULES = (
     "tests/trainers/test_game_learning_referential.py",
     "tests/trainers/test_game_learning_tictactoe.py",
     "tests/trainers/test_at_grpo.py",
+    "tests/trainers/test_at_grpo_vllm.py",
     "tests/agents/test_vllm.py",
     "tests/benchmarks/test_evaluate.py",
     "tests/envs/alfworld/test_pddl_differential.py",
@@ -77,7 +78,9 @@ LONG_MODULES = (
 )
 """The modules that take longest (measured: README, Testing), longest first. They run first,
 so that under ``-n`` (whole modules per worker, ``--dist loadfile``) no long module starts
-last while the other workers idle. Order only: a module missing here runs all the same."""
+last while the other workers idle; the scheduler takes the first one that fits in memory
+beside the other workers (tests/memory_scheduler.py). Order only: a module missing here runs
+all the same."""
 
 
 def pytest_xdist_auto_num_workers(config):

@@ -11,7 +11,9 @@ pytest-xdist workers side by side. Per test module:
 * Budget: a module declares what its tests add at their peak to the process tree that runs
   them, ``pytestmark = pytest.mark.memory(gb=...)`` (else ``DEFAULT_MODULE_GB``), and
   under xdist it starts only once that fits in the memory pool beside the other workers
-  (``tests/memory_pool.py``). A module whose tree grew by more than it declared is named.
+  (``tests/memory_pool.py``); the controller hands a free worker the first queued module that
+  fits beside the others (``tests/memory_scheduler.py``), so a heavy module does not sit
+  waiting behind another. A module whose tree grew by more than it declared is named.
 * Leaks: when a module's last test ends (its module-scoped fixtures are gone), garbage is
   collected and glibc hands freed heap back (``malloc_trim``), then RSS is read again. A
   module that leaves its process more than ``TEAMGYM_TEST_RSS_GROWTH_MB`` (default
@@ -218,6 +220,17 @@ class MemoryGuard:
             gb = float(mark.kwargs["gb"]) if mark else DEFAULT_MODULE_GB
             module = _module_of(item)
             self.declared_gb[module] = max(self.declared_gb.get(module, 0.0), gb)
+        if self.pool:  # for the controller's scheduler, which collects nothing itself
+            self.pool.write_declarations(self.worker, self.declared_gb)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_make_scheduler(self, config, log):
+        """``--dist loadfile`` (pyproject's default) under the pool: the memory-aware variant."""
+        if self._pool_dir is None or config.getvalue("dist") != "loadfile":
+            return None
+        from tests.memory_scheduler import MemoryAwareScheduling
+
+        return MemoryAwareScheduling(config, log, MemoryPool(Path(self._pool_dir), pool_gb()))
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_protocol(self, item, nextitem):
@@ -247,7 +260,7 @@ class MemoryGuard:
         release_freed_memory()
         rss_end = self.process.memory_info().rss
         if self.pool:
-            self.pool.release(self.worker)
+            self.pool.release(self.worker, rss_end / GB)
         record = ModuleMemory(
             module=self._module,
             worker=self.worker,

@@ -25,9 +25,10 @@ from pathlib import Path
 
 POOL_ENV = "TEAMGYM_TEST_MEMORY_POOL"  # the pool's directory, set by the controller for its workers
 POOL_GB_ENV = "TEAMGYM_TEST_MEMORY_GB"
-DEFAULT_POOL_GB = 8.5
+DEFAULT_POOL_GB = 9.0
 """What the test processes may hold together, GB: CI's budget is 10 GB for the machine, which
-idles at ~0.75 GB; the rest is margin for what a 0.5 s sampler misses."""
+idles at ~0.5 GB; the declarations are rounded-up peaks, so this much lets the two learning
+tests (4 GB each) run side by side and keeps a vLLM module (7 GB) beside light ones only."""
 DEFAULT_MODULE_GB = 1.0
 """What an undeclared module may add to its process tree at its peak, GB."""
 POLL_S = 0.2
@@ -67,6 +68,7 @@ class MemoryPool:
             state = {}
         state.setdefault("held", {})
         state.setdefault("waiting", {})
+        state.setdefault("idle_rss_gb", {})
         for kind in ("held", "waiting"):  # a worker that died holds nothing
             state[kind] = {who: entry for who, entry in state[kind].items() if _alive(entry["pid"])}
         return state
@@ -100,12 +102,38 @@ class MemoryPool:
                 self._write(state)
             time.sleep(POLL_S)
 
-    def release(self, who: str) -> None:
+    def release(self, who: str, rss_gb: float = 0.0) -> None:
+        """End ``who``'s hold; ``rss_gb``: what its process still holds (the scheduler's estimate
+        of where that worker's next module starts)."""
         if fcntl is None:
             return
         with self._locked() as state:
             state["held"].pop(who, None)
+            state["idle_rss_gb"][who] = rss_gb
             self._write(state)
+
+    def snapshot(self) -> dict:
+        """The state: ``held`` {worker: {pid, gb}}, ``waiting`` likewise, ``idle_rss_gb`` {worker: GB}."""
+        if fcntl is None:
+            return self._read()
+        with self._locked() as state:
+            return state
+
+    # Declarations: each worker writes what its collection declares (module -> GB); the
+    # controller's scheduler (tests/memory_scheduler.py), which collects nothing, reads them.
+    def write_declarations(self, who: str, declared_gb: dict[str, float]) -> None:
+        tmp = self.directory / f".declared.{who}.tmp"
+        tmp.write_text(json.dumps(declared_gb))
+        os.replace(tmp, self.directory / f"declared.{who}.json")
+
+    def declarations(self) -> dict[str, float]:
+        merged: dict[str, float] = {}
+        for path in sorted(self.directory.glob("declared.*.json")):
+            try:
+                merged.update(json.loads(path.read_text()))
+            except (FileNotFoundError, json.JSONDecodeError):  # replaced as it was read: skip it
+                pass
+        return merged
 
 
 def _alive(pid: int) -> bool:

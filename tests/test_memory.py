@@ -1,4 +1,5 @@
-"""The suite's memory guard and memory pool (tests/memory.py, tests/memory_pool.py)."""
+"""The suite's memory guard, memory pool and scheduler (tests/memory.py, tests/memory_pool.py,
+tests/memory_scheduler.py)."""
 
 from __future__ import annotations
 
@@ -113,3 +114,44 @@ def test_the_pool_serves_an_earlier_waiter_first_and_forgets_dead_workers(tmp_pa
     pool.release("gw5")
     thread.join(SUBPROCESS_TIMEOUT_S)
     assert done.is_set()
+
+
+class FakeNode:
+    """What the scheduler reads of an xdist WorkerController: its gateway's id."""
+
+    def __init__(self, worker):
+        self.gateway = type("Gateway", (), {"id": worker})()
+
+
+def scheduler_with(pool, queue, assigned):
+    """A MemoryAwareScheduling whose xdist state is set directly (its choice is plain logic)."""
+    from collections import OrderedDict
+
+    from tests.memory_scheduler import MemoryAwareScheduling
+
+    scheduler = object.__new__(MemoryAwareScheduling)
+    scheduler.pool = pool
+    scheduler.workqueue = OrderedDict((module, {f"{module}::t": False}) for module in queue)
+    scheduler.assigned_work = assigned
+    return scheduler
+
+
+def test_the_scheduler_hands_out_the_first_module_that_fits_beside_the_other_workers(tmp_path):
+    pool = MemoryPool(tmp_path, total_gb=9.0)
+    pool.write_declarations("gw0", {"vllm.py": 7.0, "learning.py": 4.0, "other_learning.py": 4.0})
+    gw0, gw1 = FakeNode("gw0"), FakeNode("gw1")
+    queue = ["vllm.py", "other_learning.py", "light.py"]
+    # gw0 has the learning module (4 GB + a fresh worker's 0.4) in hand, not yet started
+    assigned = {gw0: {"learning.py": {"learning.py::t": False}}, gw1: {}}
+    assert scheduler_with(pool, queue, assigned)._first_that_fits(gw1) == "other_learning.py"
+    # gw0 now holds 7.5 GB (a heavy module running): only the light one fits beside it
+    pool.acquire("gw0", 7.5)
+    assert scheduler_with(pool, queue, assigned)._first_that_fits(gw1) == "light.py"
+    # gw1 ended its last module holding 8 GB itself: nothing fits, the caller takes the head
+    pool.release("gw1", rss_gb=8.0)
+    assert scheduler_with(pool, queue, assigned)._first_that_fits(gw1) is None
+    # another worker's finished modules count nothing
+    pool.release("gw0")
+    assigned = {gw0: {"learning.py": {"learning.py::t": True}}, gw1: {}}
+    pool.release("gw1", rss_gb=0.5)
+    assert scheduler_with(pool, queue, assigned)._first_that_fits(gw1) == "vllm.py"

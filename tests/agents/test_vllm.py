@@ -29,6 +29,9 @@ from trainers.learner import Learner, LearnerConfig
 from trainers.records import TaskKey
 from trainers.rollout import tree_rollout
 
+pytestmark = pytest.mark.memory(gb=7)  # measured 6.6 GB added
+
+
 LOGPROB_TOL = 5e-4
 KV_CACHE_GIB = 0.5
 """Each engine's KV cache here: SmolLM2-135M in float32 takes 46 kB per token, so half a GiB holds

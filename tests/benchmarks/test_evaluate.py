@@ -21,6 +21,9 @@ from tests.trainers.test_teams import TEST_ENV, train_tiny
 from trainers.cli import field_docs
 from trainers.run_log import read_jsonl
 
+pytestmark = pytest.mark.memory(gb=5)  # measured 4.5 GB added
+
+
 PLANNING = ["plan_path-v1", "sokoban-v1", "sudoku-v0"]
 
 

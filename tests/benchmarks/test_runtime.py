@@ -9,6 +9,8 @@ import pytest
 
 from benchmarks import runtime
 
+pytestmark = pytest.mark.memory(gb=1.5)  # measured 1.1 GB added
+
 
 @pytest.fixture
 def cluster():

@@ -19,6 +19,8 @@ import pytest
 from trainers import sft
 from trainers.run_log import read_jsonl
 
+pytestmark = pytest.mark.memory(gb=4)  # measured 3.3 GB added
+
 
 @pytest.mark.slow
 def test_referential_warm_start_goes_from_chance_to_at_least_0_9(tmp_path):

@@ -22,6 +22,8 @@ import pytest
 from trainers.at_grpo import main
 from trainers.run_log import read_jsonl
 
+pytestmark = pytest.mark.memory(gb=4)  # measured 3.3 GB added
+
 
 @pytest.mark.slow
 def test_tictactoe_against_random_raises_the_held_out_non_loss_rate(tmp_path):

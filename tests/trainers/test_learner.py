@@ -20,6 +20,8 @@ from trainers.learner import Learner, LearnerConfig
 from trainers.records import TaskKey
 from trainers.rollout import tree_rollout
 
+pytestmark = pytest.mark.memory(gb=3)  # measured 2.4 GB added (bfloat16 copy of the real model)
+
 
 def rollout(team, max_new_tokens=6, env_id="plan_path-v0", n_tasks=3, seed=0, env_kwargs=None):
     tasks = [TaskKey(env_id, "train", s) for s in range(n_tasks)]

@@ -13,6 +13,9 @@ import torch
 from agents.hf import HFPolicy
 from trainers.prefix import prefix_cost, shared_prefix_logits
 
+pytestmark = pytest.mark.memory(gb=4.5)  # measured 4.1 GB added (the real model's full gradients, twice)
+
+
 LOGPROB_TOL, GRAD_RTOL, TENSOR_RTOL = 5e-5, 1e-4, 1e-3
 
 

@@ -12,7 +12,7 @@ import pytest
 from tests.trainers.test_ray_runtime import assert_same_batch, local_runtime, tiny_config
 from trainers.rollout import step_request, training_sampling
 
-pytestmark = [pytest.mark.ray, pytest.mark.slow]
+pytestmark = [pytest.mark.ray, pytest.mark.slow, pytest.mark.memory(gb=1.5)]  # measured 1.3 GB added
 MIB = 2**20
 
 

@@ -27,6 +27,9 @@ from trainers.runtime import LocalRuntime, StaleWeightsError
 from trainers.teams import build_team
 from trainers.workers import EngineServer, LearnerWorker, RolloutWorker, seed_everything
 
+pytestmark = pytest.mark.memory(gb=6.5)  # measured 5.8 GB added (a vLLM engine in an actor)
+
+
 TEST_ENV = "tests.trainers.conftest:test/even_plan"
 
 
@@ -294,6 +297,7 @@ def test_a_vllm_engine_serves_from_a_ray_actor_and_follows_the_learner(cluster):
 
     config = tiny_config(
         model="smollm2-135m-instruct", backend="vllm", vllm_kv_cache_gib=0.5, runtime="ray",
+        policy="shared",  # one adapter, one engine (per-role engines: tests/agents/test_vllm.py)
         tasks_per_step=1, num_generations=2, max_new_tokens=4, lr=5e-3,
     )  # fmt: skip
     runtime = RayRuntime(config)

