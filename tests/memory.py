@@ -248,7 +248,11 @@ class MemoryGuard:
             release_freed_memory()
         self._rss_start = self.process.memory_info().rss
         declared = self.declared_gb.get(module, DEFAULT_MODULE_GB)
-        self._waited = self.pool.acquire(self.worker, self._rss_start / GB + declared) if self.pool else 0.0
+        self._waited = 0.0
+        # The pool counts this worker's share of the machine (PSS: the libraries both workers map
+        # count half each), not its RSS, which would count them twice.
+        if self.pool:
+            self._waited = self.pool.acquire(self.worker, tree_pss(self.process) / GB + declared)
         self._module, self._module_start = module, time.perf_counter()
         self._loaded = {name for name in LIBRARIES if name in sys.modules}
         self.sampler.reset()
@@ -260,7 +264,7 @@ class MemoryGuard:
         release_freed_memory()
         rss_end = self.process.memory_info().rss
         if self.pool:
-            self.pool.release(self.worker, rss_end / GB)
+            self.pool.release(self.worker, tree_pss(self.process) / GB)
         record = ModuleMemory(
             module=self._module,
             worker=self.worker,

@@ -3,10 +3,11 @@
 Each test module declares how much memory its tests add, at their peak, to the process
 that runs them and its children: ``pytestmark = pytest.mark.memory(gb=...)`` (undeclared:
 ``DEFAULT_MODULE_GB``). Before a worker starts a module it asks the pool for what it holds
-now (its RSS) plus that declaration, and waits until that fits beside what the other
-workers hold. So two heavy modules (a vLLM engine, a learning run) never run at once, while
-light modules run beside anything. ``tests/memory.py`` measures every module and fails CI
-when one adds more than it declared, so the declarations stay true.
+now (its PSS: its share of the machine's memory) plus that declaration, and waits until that
+fits beside what the other workers hold. So two heavy modules (a vLLM engine, a learning
+run) never run at once, while light modules run beside anything. ``tests/memory.py``
+measures every module and fails CI when one adds more than it declared, so the
+declarations stay true.
 
 Why not one worker per N GB: most modules take a few hundred MB and a few take 5-8 GB; a
 fixed split would either idle a core or let two heavy modules meet. The pool is a JSON file

@@ -21,7 +21,7 @@ from trainers.cli import config_to_dict, field_docs
 from trainers.config import ConfigError, TrainConfig, resolve_config
 from trainers.run_log import read_jsonl
 
-pytestmark = pytest.mark.memory(gb=4.5)  # the bare command's training subprocess (default model)
+pytestmark = pytest.mark.memory(gb=1.5)  # measured 1.1 GB added (the bare command's training subprocess)
 
 
 REPO = Path(__file__).resolve().parents[2]
