@@ -40,7 +40,8 @@ class EvalConfig(BackendConfig):
     env_kwargs: dict = field(default_factory=dict)
     """Extra envs.make() arguments as JSON for every env, e.g. '{"max_cycles": 4}'."""
     split: str = "test"
-    """Task split; evaluation only ever plays held-out 'test' tasks."""
+    """'test': the held-out protocol's test tasks (README: Held-out protocol); 'validation': the train
+    split's validation slice (never trained on), where every choice is made before a test number."""
 
     # --- team ---
     team: Literal["mas", "single"] = "mas"
@@ -63,7 +64,8 @@ class EvalConfig(BackendConfig):
 
     # --- sampling ---
     episodes: int = 16
-    """Held-out tasks per seed (seed s plays test tasks s*N .. s*N+N-1 of the test split)."""
+    """Held-out tasks per seed (seed s plays tasks s*N .. s*N+N-1 of the protocol's test block, which
+    starts at test index envs.HELDOUT_TEST_START); a headline number needs >= 256 tasks in all."""
     samples: int = 1
     """k: independent episodes per task (avg@k, pass@k); > 1 needs temperature > 0."""
     seeds: tuple[int, ...] = (0, 1, 2)
@@ -99,10 +101,16 @@ class EvalConfig(BackendConfig):
 def _validate(config: EvalConfig) -> None:
     if bool(config.env) == bool(config.suite):
         raise ConfigError("pass exactly one of --env ID [ID ...] or --suite NAME (planning, math, code, all)")
-    if config.split != "test":
+    if config.split not in ("test", "validation"):
         raise ConfigError(
             f"split={config.split!r}: evaluation only plays held-out tasks, so the split is 'test' "
-            "(training tasks would measure memorisation); drop --split or pass --split test"
+            "(or 'validation', the train split's slice no trainer draws; training tasks would measure "
+            "memorisation); drop --split or pass --split test"
+        )
+    if config.split == "validation" and config.task_seeds:
+        raise ConfigError(
+            "task_seeds are test-split seeds; with --split validation each seed plays its block of the "
+            "validation slice: drop --task-seeds or --split validation"
         )
     for name in ("episodes", "samples"):
         if getattr(config, name) < 1:

@@ -2,7 +2,10 @@
 Markdown tables and PNG plots.
 
 A ``Cell`` is one (team row, env, difficulty): the metrics of each seed and their mean and
-standard error over seeds (``s.e. = std(ddof=1) / sqrt(seeds)``; none with one seed).
+standard error over seeds (``s.e. = std(ddof=1) / sqrt(seeds)``; none with one seed), and
+for success also the standard error over the tasks played (``Cell.task_se``), shown in
+brackets: with greedy decoding the seeds differ only in their tasks, so the task-level s.e.
+is the one that says how far the number would move on other tasks.
 Metrics a seed could not define (``turns_to_success`` without a solved episode) are NaN
 there and are left out of that metric's mean and s.e. In JSON, NaN is written as null.
 
@@ -103,6 +106,16 @@ class Cell:
     def se(self) -> dict[str, float]:
         return summarize(self.per_seed)[1]
 
+    @property
+    def task_se(self) -> float:
+        """Standard error of the mean success over every task the seeds played: each seed's
+        ``success_se`` (over its block of tasks) combined as independent strata,
+        sqrt(sum se^2) / seeds. NaN when the seeds did not report it (ladder cells)."""
+        values = [m["success_se"] for m in self.per_seed if "success_se" in m]
+        if not values or len(values) != len(self.per_seed):
+            return float("nan")
+        return float(math.sqrt(sum(v * v for v in values)) / len(values))
+
 
 def summarize(per_seed: Sequence[dict[str, float]]) -> tuple[dict[str, float], dict[str, float]]:
     """Mean and standard error over seeds of every metric (NaN values left out)."""
@@ -168,6 +181,14 @@ def _metric_text(key: str, digits: int):
         return _fmt(mean[key], se.get(key, float("nan")), digits)
 
     return text
+
+
+def _success_text(cell: Cell) -> str:
+    """'0.286 ± 0.073 [± 0.033]': mean ± s.e. over seeds [± s.e. over tasks]."""
+    text = _metric_text("success", 3)(cell)
+    if cell.skipped or math.isnan(cell.task_se) or text == "-":
+        return text
+    return f"{text} [± {cell.task_se:.3f}]"
 
 
 def _task_type_text(cell: Cell) -> str:
@@ -236,7 +257,7 @@ def markdown_tables(cells: Sequence[Cell], rows: Sequence[str], columns: Sequenc
                   key=lambda k: int(k.split("@")[1]))  # fmt: skip
     pass_keys = keys[1:] if len(keys) > 1 else []  # pass@1 equals success
     parts = [note, ""]
-    parts.append(_table(METRIC_TITLES["success"], rows, columns, by_key, _metric_text("success", 3)))
+    parts.append(_table(METRIC_TITLES["success"], rows, columns, by_key, _success_text))
     for key in pass_keys:
         parts += ["", _table(f"{key} (unbiased estimator)", rows, columns, by_key, _metric_text(key, 3))]
     for key, digits in (("invalid_rate", 3), ("turns_to_success", 2), ("tokens_per_episode", 1)):

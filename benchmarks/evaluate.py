@@ -14,12 +14,18 @@ so new envs show up without changes here), one column per ``--difficulty``.
 
 Protocol (reproducible, and explicit about what it measures):
 
-* only held-out tasks: seed ``s`` plays test tasks ``s*N .. s*N+N-1`` of the test split
-  (``N = --episodes``), or the ``--task-seeds`` given; a training task raises;
+* only held-out tasks: seed ``s`` plays tasks ``s*N .. s*N+N-1`` of the protocol's test
+  block (``N = --episodes``; the block starts at test index ``envs.HELDOUT_TEST_START``:
+  the tasks before it were looked at during development), or the ``--task-seeds`` given;
+  a training task raises. ``--split validation`` plays the same blocks of the train
+  split's validation slice instead: where choices are made, so the test tasks stay unseen;
 * each task is played ``--samples`` k times by the training rollout code (K = 1, no
   selection), all episodes of a (row, env, seed) batched into the same generate calls,
   with sampler seed ``EVAL_SEED + s``; greedy by default;
-* every metric is computed per seed, then reported as mean +- standard error over seeds.
+* every metric is computed per seed, then reported as mean +- standard error over seeds;
+  success also carries its standard error over tasks (``success_se``, pooled over the
+  seeds' blocks), and the note says how many tasks a number rests on (>= 256 for a
+  headline: a task-level s.e. <= 0.031).
   Seed 0 of a checkpoint, with ``--episodes`` equal to its run's ``--eval-tasks``, plays
   that run's held-out tasks with its sampler seed and settings: the numbers it logged.
 
@@ -215,13 +221,23 @@ def column_env_kwargs(config: EvalConfig, column: Column) -> dict[str, Any]:
 
 def seed_tasks(config: EvalConfig, env_id: str, seed: int) -> list[TaskKey]:
     """The held-out tasks seed ``seed`` plays (module docstring); checked to be test tasks."""
+    if config.split == "validation":
+        seeds = envs.validation_seeds(config.episodes, start=seed * config.episodes)
+        tasks = [TaskKey(env_id, "train", s) for s in seeds]
+        check_eval_tasks(tasks, validation=True)
+        return tasks
     if config.task_seeds:
         seeds = list(config.task_seeds)
     else:
-        seeds = envs.split_seeds("test", config.episodes, start=seed * config.episodes)
+        seeds = envs.heldout_seeds(config.episodes, start=seed * config.episodes)
     tasks = [TaskKey(env_id, "test", s) for s in seeds]
     check_eval_tasks(tasks)
     return tasks
+
+
+def _env_split(config: EvalConfig) -> str:
+    """The env split the tasks of ``config.split`` live in (the validation slice is train seeds)."""
+    return "train" if config.split == "validation" else "test"
 
 
 # ---------------------------------------------------------------------------- one cell
@@ -249,7 +265,7 @@ def _run_cell(
     try:
         if spec.variant not in variants:
             raise NotApplicable(f"{column.env_id} has no {spec.variant!r} team (it has {sorted(variants)})")
-        probe_env = setup.make(split="test")
+        probe_env = setup.make(split=_env_split(config))
         team = bank.team(spec, probe_env)
     except (NotApplicable, ImportError) as err:  # ImportError: the env's optional extra is missing
         cell.skipped = str(err)
@@ -272,6 +288,7 @@ def _run_cell(
             sampling=sampling,
             env_kwargs=setup.make_kwargs,
             seed=EVAL_SEED + seed,
+            validation=config.split == "validation",
         )
         cell.seeds.append(seed)
         cell.tasks.append([task.seed for task in tasks])
@@ -330,6 +347,7 @@ def _run_ladder_cell(
             batch = evaluate_tasks(
                 team, tasks, episodes_per_task=config.samples, sampling=sampling,
                 env_kwargs=setup.make_kwargs, seed=EVAL_SEED + seed,
+                validation=config.split == "validation",
             )  # fmt: skip
             return batch.episodes
 
@@ -372,11 +390,15 @@ def _header(
             for r in rows
         ],
         "protocol": {
-            "split": "test",
+            "split": config.split,
+            "first_task_index": (
+                None if config.task_seeds else envs.HELDOUT_TEST_START if config.split == "test" else 0
+            ),
             "episodes_per_seed": len(config.task_seeds) or config.episodes,
             "samples_per_task": config.samples,
             "sampler_seed": f"{EVAL_SEED} + seed",
-            "se": "standard error over seeds: std(ddof=1) / sqrt(number of seeds)",
+            "se": "standard error over seeds: std(ddof=1) / sqrt(number of seeds); success_se per seed: "
+            "over its tasks (trainers.evaluation.task_success_se)",
         },
     }
 
@@ -432,12 +454,7 @@ def run_evaluation(config: EvalConfig, command: str | None = None) -> EvalResult
                     write_results(out_dir, {**header, "complete": False}, cells)
         finally:
             bank.close()  # engines shut down: the process may go on (a notebook, a test)
-    tasks = len(config.task_seeds) or config.episodes
-    spread = seed_spread(config.seeds)
-    note = (
-        f"{spread[0].upper()}{spread[1:]}; each seed: {tasks} held-out task(s) x {config.samples} sample(s). "
-        "n/a: the team cannot play that env."
-    )
+    note = evaluation_note(config)
     markdown = markdown_tables(cells, [r.name for r in rows], columns, note)
     write_results(out_dir, {**header, "complete": True}, cells, markdown)
     if config.plots:
@@ -447,6 +464,31 @@ def run_evaluation(config: EvalConfig, command: str | None = None) -> EvalResult
     except Exception as error:  # the results are written; a report bug must not hide them
         warnings.warn(f"writing {out_dir}/report.html failed: {error!r}", RuntimeWarning, stacklevel=2)
     return EvalResults(out_dir, [r.name for r in rows], columns, cells, markdown)
+
+
+def evaluation_note(config: EvalConfig) -> str:
+    """What the tables' numbers rest on: the seeds, the tasks (which ones, how many), the
+    two standard errors, and a warning when there are too few tasks for a headline."""
+    tasks = len(config.task_seeds) or config.episodes
+    spread = seed_spread(config.seeds)
+    if config.split == "validation":
+        where = "validation-slice tasks (train split, never trained on)"
+    elif config.task_seeds:
+        where = "test tasks (--task-seeds)"
+    else:
+        first = envs.HELDOUT_TEST_START
+        where = f"held-out test tasks (seed s: test index {first} + s*{tasks} on)"
+    distinct = tasks if config.task_seeds else tasks * len(config.seeds)
+    note = (
+        f"{spread[0].upper()}{spread[1:]}; each seed: {tasks} {where} x {config.samples} sample(s). "
+        f"Success also shows [± s.e. over the {distinct} tasks]. n/a: the team cannot play that env."
+    )
+    if config.split == "test" and distinct < envs.splits.HEADLINE_TEST_TASKS:
+        note += (
+            f" {distinct} tasks are fewer than the {envs.splits.HEADLINE_TEST_TASKS} a headline number needs "
+            f"(task-level s.e. up to {0.5 / distinct ** 0.5:.3f}); e.g. --episodes 256 --seeds 0."
+        )
+    return note
 
 
 def main(argv: Sequence[str] | None = None) -> EvalResults:

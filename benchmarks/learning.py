@@ -1,7 +1,8 @@
 """Does RL make a warm-started team better, and does AT-GRPO beat GRPO? Seeds, error bars.
 
-    python -m benchmarks.learning                # default model, plan_path easy (hours on 2 cores)
-    python -m benchmarks.learning --model tiny-test --env tests.trainers.conftest:test/one_token \\
+    python -m benchmarks.learning --init runs/warm-plan_path \
+        --results docs/results/learning-plan_path.json   # default model, plan_path easy (hours on 2 cores)
+    python -m benchmarks.learning --model tiny-test --env tests.trainers.conftest:test/one_token \
         --sft-steps 4 --steps 2 --seeds 0 1 --max-new-tokens 1 --response-prefix ''  # smoke run
 
 The protocol of the paper's ablations, from ONE shared warm start:
@@ -15,16 +16,21 @@ The protocol of the paper's ablations, from ONE shared warm start:
    (c) ``grpo-single``: one role does everything, GRPO on plain episodes. A single-role
        episode has half the turns, so this arm gets twice the tasks per step;
    the table prints the responses each arm sampled, so equal budgets are checked, not assumed;
-2. held-out success on ``--eval-tasks`` test tasks (greedy) before training (once per team:
-   every arm starts from the same weights), every ``--eval-every`` steps and at the end;
-   mean +- standard error over seeds.
+2. the held-out protocol (README, Held-out protocol): the learning curves play
+   ``--eval-tasks`` tasks of the train split's validation slice (greedy) before training,
+   every ``--eval-every`` steps and at the end, and every choice (lr, K, passes,
+   temperature, reply length, steps) is made there; the reported numbers play
+   ``--test-tasks`` (256) held-out test tasks of the protocol's block, once before training
+   (per team: every arm starts from the same weights) and once after the last step. Test
+   success is reported as mean +- s.e. over training seeds, next to its standard error over
+   the test tasks.
 
-Hyperparameters (lr, K, passes, temperature, reply length) are chosen with
-``--eval-split validation`` (the train split's validation slice, never trained on); the
-test split is then evaluated once with the chosen values. Prints the table, the
-differences between arms with their standard errors, wall time per arm and phase, and
-writes ``learning.json`` and ``learning.png`` (curves with +- 1 s.e. bands) to the output
-directory.
+Resumable: every finished (arm, seed) goes into the results JSON (``--results``) at once,
+and a rerun of the same command skips them (an interrupted run is resumed from its last
+checkpoint), so a protocol longer than a session is finished by running the command again;
+a rerun with different settings is refused, naming the flag. Prints the table, the
+differences between arms with their standard errors, wall time per arm and phase, and writes
+the JSON and ``learning.png`` (validation curves with +- 1 s.e. bands) beside it.
 """
 
 from __future__ import annotations
@@ -38,7 +44,15 @@ from typing import Any
 
 import numpy as np
 
+import envs
 from benchmarks.tables import print_table
+
+# Settings that define the measurement: a resumed benchmark must repeat them exactly.
+PROTOCOL_ARGS = (
+    "env", "env_kwargs", "model", "init", "sft_steps", "sft_batch_size", "sft_lr", "sft_train_tasks",
+    "steps", "tasks_per_step", "num_generations", "lr", "passes", "temperature", "max_new_tokens",
+    "eval_tasks", "eval_every", "eval_split", "test_tasks", "response_prefix",
+)  # fmt: skip
 
 ARMS = {  # name -> (algo, team, tasks-per-step multiplier)
     "at_grpo-mas": ("at_grpo", "mas", 1),
@@ -75,36 +89,43 @@ def warm_start(args: argparse.Namespace, out: Path) -> tuple[Path, float]:
     }
     steps = given.get("steps", SFTConfig.steps)
     started = time.perf_counter()
-    summary = train_sft(
-        SFTConfig(
-            env=args.env,
-            env_kwargs=json.loads(args.env_kwargs),
-            teams=("mas", "single"),
-            model=args.model,
-            response_prefix=args.response_prefix,
-            **given,
-            eval_tasks=args.eval_tasks,
-            eval_every=0,
-            val_every=max(1, steps // 4),
-            max_new_tokens=args.max_new_tokens,
-            output_dir=str(out),
-            run_name="warm_start",
-            checkpoint_every=steps,
-            keep_checkpoints=1,
-        )
+    config = SFTConfig(
+        env=args.env,
+        env_kwargs=json.loads(args.env_kwargs),
+        teams=("mas", "single"),
+        model=args.model,
+        response_prefix=args.response_prefix,
+        **given,
+        eval_tasks=args.eval_tasks,
+        eval_every=0,
+        eval_split="validation",
+        test_tasks=0,  # the arms evaluate the warm start on the test tasks (step 0)
+        val_every=max(1, steps // 4),
+        max_new_tokens=args.max_new_tokens,
+        output_dir=str(out),
+        run_name="warm_start",
+        checkpoint_every=steps,
+        keep_checkpoints=1,
     )
+    if (out / "warm_start" / "config.json").is_file():  # a rerun: finish (or reuse) it
+        config = dataclasses.replace(config, resume=str(out / "warm_start"))
+    summary = train_sft(config)
     return summary.run_dir, (time.perf_counter() - started) / 60
 
 
-def run_arm(name: str, seed: int, base: Any, initial_evals: dict[str, dict[str, float]]) -> dict[str, Any]:
-    """Train one arm with one seed; its evaluation curve, samples and phase times.
+def run_arm(
+    name: str, seed: int, base: Any, initial: dict[str, dict[str, dict[str, float]]]
+) -> dict[str, Any]:
+    """Train one arm with one seed (resuming its run if an earlier invocation was cut off); its
+    validation curve, held-out test success before and after, samples and phase times.
 
-    ``initial_evals`` (team -> step-0 evaluation) is filled by the first run of each team
-    and reused by the others: every arm starts from the same warm-start weights and the
-    evaluation is greedy on the same tasks, so re-evaluating would repeat identical work.
+    ``initial`` (team -> {"validation": step-0 evaluation, "test": step-0 test evaluation}) is
+    filled by the first run of each team and reused by the others: every arm starts from the
+    same warm-start weights and the evaluations are greedy on the same tasks, so evaluating
+    again would repeat identical work.
     """
-    from trainers.at_grpo import train
-    from trainers.run_log import read_jsonl
+    from trainers.at_grpo import load_run_config, train
+    from trainers.run_log import TEST_FILE, read_jsonl
 
     algo, team, multiplier = ARMS[name]
     config = dataclasses.replace(
@@ -115,17 +136,27 @@ def run_arm(name: str, seed: int, base: Any, initial_evals: dict[str, dict[str, 
         seed=seed,
         run_name=f"{name}-seed{seed}",
     )
+    run_dir = Path(base.output_dir) / config.run_name
+    if (run_dir / "config.json").is_file():  # cut off earlier: continue from its last checkpoint
+        config = load_run_config(run_dir, {"resume": str(run_dir), "progress": base.progress})
     started = time.perf_counter()
-    summary = train(config, initial_eval=initial_evals.get(team))
-    initial_evals.setdefault(team, summary.before)
+    given = initial.get(team, {})
+    summary = train(config, initial_eval=given.get("validation"), initial_test=given.get("test"))
+    initial.setdefault(team, {"validation": summary.before, "test": summary.test_before})
     steps = read_jsonl(summary.run_dir / "metrics.jsonl")
     evals = read_jsonl(summary.run_dir / "eval.jsonl")
+    tests = {int(r["step"]): r for r in read_jsonl(summary.run_dir / TEST_FILE)}
+    before, after = tests[0], tests[max(tests)]
     return {
         "arm": name,
         "seed": seed,
         "curve": {int(r["step"]): float(r["success"]) for r in evals},
-        "before": summary.before["success"],
-        "after": summary.after["success"],
+        "before": float(before["success"]),
+        "after": float(after["success"]),
+        "before_task_se": float(before["success_se"]),
+        "after_task_se": float(after["success_se"]),
+        "test_tasks": int(after["tasks"]),
+        "first_test_seed": int(after["first_task_seed"]),
         "samples": int(sum(r["samples"] for r in steps)),
         "wall_s": time.perf_counter() - started,
         "phases": {
@@ -149,6 +180,10 @@ def summarise(runs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
             "before": mean_se([r["before"] for r in mine]),
             "after": mean_se([r["after"] for r in mine]),
             "gain": mean_se([r["after"] - r["before"] for r in mine]),
+            # every seed plays the same test tasks: the task-level s.e. of the mean is about
+            # one seed's, so the seeds' mean of it is reported
+            "after_task_se": float(np.mean([r["after_task_se"] for r in mine])),
+            "test_tasks": mine[0]["test_tasks"],
             "curve": {s: mean_se([r["curve"][s] for r in mine]) for s in steps},
             "samples": float(np.mean([r["samples"] for r in mine])),
             "train_min": float(np.mean([r["phases"]["time/step"] for r in mine])) / 60,
@@ -159,7 +194,7 @@ def summarise(runs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 
 
 def plot(summary: dict[str, dict[str, Any]], path: Path, title: str) -> Path | None:
-    """Held-out success vs training step per arm, mean +- 1 s.e. over seeds."""
+    """Validation success vs training step per arm, mean +- 1 s.e. over seeds."""
     try:
         from matplotlib.figure import Figure
     except ImportError:
@@ -173,7 +208,7 @@ def plot(summary: dict[str, dict[str, Any]], path: Path, title: str) -> Path | N
         axes.plot(steps, mean, marker="o", label=f"{name} ({len(arm['seeds'])} seeds)")
         axes.fill_between(steps, mean - se, mean + se, alpha=0.2)
     axes.set_xlabel("training step (0: the warm start)")
-    axes.set_ylabel("held-out success")
+    axes.set_ylabel("validation success (greedy)")
     axes.set_title(title, fontsize=9)
     axes.grid(alpha=0.3)
     axes.legend()
@@ -188,9 +223,10 @@ def print_report(summary: dict[str, dict[str, Any]], args: argparse.Namespace, w
         "arm",
         "seeds",
         "samples/run",
-        "success before",
-        "success after",
+        "test success before",
+        "test success after",
         "gain",
+        "task s.e.",
         "train min",
         "gen",
         "learn",
@@ -203,6 +239,7 @@ def print_report(summary: dict[str, dict[str, Any]], args: argparse.Namespace, w
             fmt(arm["before"]),
             fmt(arm["after"]),
             fmt(arm["gain"]),
+            f"{arm['after_task_se']:.3f}",
             f"{arm['train_min']:.1f}",
             f"{arm['phases_min']['time/generate']:.1f}",
             f"{arm['phases_min']['time/learner']:.1f}",
@@ -212,8 +249,9 @@ def print_report(summary: dict[str, dict[str, Any]], args: argparse.Namespace, w
     print(
         f"\nLearning benchmark: {args.env}, {args.model}, warm start {warm_min:.1f} min, "
         f"then {args.steps} RL steps x {args.tasks_per_step} tasks (single: x2), K={args.num_generations}, "
-        f"lr={args.lr}, passes={args.passes}; {args.eval_split} success on {args.eval_tasks} tasks "
-        f"(greedy), mean +- s.e. over seeds {args.seeds}"
+        f"lr={args.lr}, passes={args.passes}; held-out test success on {args.test_tasks} tasks from test "
+        f"index {envs.HELDOUT_TEST_START} (greedy), mean +- s.e. over seeds {args.seeds}; task s.e.: the "
+        f"standard error over those test tasks; curves: {args.eval_split} success on {args.eval_tasks} tasks"
     )
     print_table(header, rows)
     if "at_grpo-mas" in summary:
@@ -255,18 +293,30 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, Any]]:
     parser.add_argument("--passes", type=int, default=1)
     parser.add_argument("--temperature", type=float, default=0.7)
     parser.add_argument("--max-new-tokens", type=int, default=16)
-    parser.add_argument("--eval-tasks", type=int, default=64)
-    parser.add_argument("--eval-every", type=int, default=4, help="0: only before and after")
-    parser.add_argument("--eval-split", choices=["test", "validation"], default="test")
+    parser.add_argument("--eval-tasks", type=int, default=64, help="validation tasks of the curves")
+    parser.add_argument("--eval-every", type=int, default=6, help="0: only before and after")
+    parser.add_argument("--eval-split", choices=["validation"], default="validation",
+                        help="the curves play the validation slice; the test tasks give the numbers")  # fmt: skip
+    parser.add_argument("--test-tasks", type=int, default=envs.splits.HEADLINE_TEST_TASKS,
+                        help="held-out test tasks (the protocol's block) before and after each run")  # fmt: skip
     parser.add_argument("--response-prefix", default="<answer>")
     parser.add_argument("--output-dir", default="runs/learning-benchmark")
+    parser.add_argument("--run-name", default=None, help="default: the env's name; a rerun resumes it")
+    parser.add_argument("--results", default=None, help="results JSON (default: <run dir>/learning.json)")
+    parser.add_argument("--no-progress", dest="progress", action="store_false")
     args = parser.parse_args(argv)
+    if args.test_tasks < 1:
+        parser.error("--test-tasks must be >= 1: the benchmark's numbers are the held-out test success")
 
     from trainers.config import TrainConfig
 
-    out = Path(args.output_dir) / time.strftime("%Y%m%d-%H%M%S")
+    out = Path(args.output_dir) / (args.run_name or envs.spec(args.env).name.replace("/", "_"))
     out.mkdir(parents=True, exist_ok=True)
+    results = Path(args.results) if args.results else out / "learning.json"
+    record = _resume_record(results, args)
     init, warm_min = warm_start(args, out)
+    record.update({"args": vars(args), "warm_start": str(init)})
+    record.setdefault("warm_start_min", warm_min)
     base = TrainConfig(
         env=args.env,
         env_kwargs=json.loads(args.env_kwargs),
@@ -282,27 +332,55 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, Any]]:
         eval_tasks=args.eval_tasks,
         eval_every=args.eval_every,
         eval_split=args.eval_split,
+        test_tasks=args.test_tasks,
         response_prefix=args.response_prefix,
         output_dir=str(out),
         transcripts=2,
         keep_checkpoints=1,
-        checkpoint_every=args.steps,
+        checkpoint_every=max(1, args.steps // 2),  # an interrupted arm loses at most half its steps
+        progress=args.progress,
     )
-    initial_evals: dict[str, dict[str, float]] = {}
-    runs = [run_arm(name, seed, base, initial_evals) for seed in args.seeds for name in args.arms]
+    done = {(r["arm"], r["seed"]) for r in record["runs"]}
+    for seed in args.seeds:
+        for name in args.arms:
+            if (name, seed) in done:
+                print(f"{name} seed {seed}: done (in {results}), skipped")
+                continue
+            record["runs"].append(run_arm(name, seed, base, record["initial"]))
+            _write_json(results, record)  # a finished cell is never run again
+    runs = [r for r in record["runs"] if r["arm"] in args.arms and r["seed"] in args.seeds]
     summary = summarise(runs)
-    print_report(summary, args, warm_min)
-    record = {
-        "args": vars(args),
-        "warm_start": str(init),
-        "warm_start_min": warm_min,
-        "runs": runs,
-        "summary": summary,
-    }
-    (out / "learning.json").write_text(json.dumps(record, indent=2, default=str))
-    png = plot(summary, out / "learning.png", f"{args.env}: held-out success from one warm start")
-    print(f"results: {out / 'learning.json'}" + (f", curves: {png}" if png else ""))
+    print_report(summary, args, record["warm_start_min"])
+    record["summary"] = summary
+    _write_json(results, record)
+    png = plot(summary, results.with_suffix(".png"), f"{args.env}: validation success from one warm start")
+    print(f"results: {results}" + (f", curves: {png}" if png else ""))
     return summary
+
+
+def _write_json(path: Path, record: dict[str, Any]) -> None:
+    from trainers.run_log import atomic_write_text
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(path, json.dumps(record, indent=2, default=str) + "\n")
+
+
+def _resume_record(path: Path, args: argparse.Namespace) -> dict[str, Any]:
+    """The results so far (a fresh record when ``path`` does not exist); refuses a rerun whose
+    protocol settings differ from the recorded ones, naming the flag."""
+    if not path.is_file():
+        return {"runs": [], "initial": {}}
+    record = json.loads(path.read_text())
+    recorded = record.get("args", {})
+    for key in PROTOCOL_ARGS:
+        if key in recorded and recorded[key] != getattr(args, key):
+            flag = "--" + key.replace("_", "-")
+            raise SystemExit(
+                f"python -m benchmarks.learning: {path} was measured with {flag} {recorded[key]!r}, not "
+                f"{getattr(args, key)!r}: pass the same value to finish it, or --results/--run-name for a new one"
+            )
+    record.setdefault("initial", {})
+    return record
 
 
 if __name__ == "__main__":

@@ -20,7 +20,15 @@ from envs.registration import (
     registered_names,
     spec,
 )
-from envs.splits import TEST_SEED_START, split_of, split_seeds, validation_seeds
+from envs.splits import (
+    HELDOUT_TEST_START,
+    TEST_SEED_START,
+    heldout_seeds,
+    is_validation_seed,
+    split_of,
+    split_seeds,
+    validation_seeds,
+)
 
 __all__ = [
     "EnvModuleError",
@@ -39,6 +47,9 @@ __all__ = [
     "split_of",
     "split_seeds",
     "validation_seeds",
+    "heldout_seeds",
+    "is_validation_seed",
+    "HELDOUT_TEST_START",
 ]
 
 

@@ -4,8 +4,11 @@ self-play) and leave a run directory behind.
 
 One step = tree or plain rollouts on ``tasks_per_step`` fresh training tasks, advantages
 from the chosen estimator, then ``passes`` x ``mini_batches`` optimiser steps per trained
-unit. Before training, every ``eval_every`` steps and at the end, the team plays held-out
-test tasks (K = 1).
+unit. Before training, every ``eval_every`` steps and at the end, the team plays
+``eval_tasks`` tasks of ``eval_split`` (K = 1, greedy): the train split's validation slice by
+default, where choices are made. Before training and after the last step it also plays
+``test_tasks`` held-out test tasks of the protocol's block (``envs.HELDOUT_TEST_START`` on):
+the run's test number, with its task-level standard error.
 
 Run directory (``<output_dir>/<run_name>``):
 
@@ -13,7 +16,9 @@ Run directory (``<output_dir>/<run_name>``):
     metrics.jsonl      one line per step: rewards per role, success, invalid rate, group
                        sizes, zero-variance share, loss, KL, clip fraction, grad norm,
                        tokens/s, seconds per phase
-    eval.jsonl         one line per evaluation: success, invalid rate, return per role
+    eval.jsonl         one line per evaluation: success (with success_se over its tasks),
+                       invalid rate, return per role
+    test.jsonl         the held-out test evaluations (step 0 and the last step)
     tensorboard/       the same scalars as TensorBoard events (when tensorboard is installed)
     plots/*.png        reward, success and eval curves (when matplotlib is installed)
     report.html        one offline page: config, curves, evaluation episodes turn by turn,
@@ -66,13 +71,20 @@ from trainers.config import (
 )
 from trainers.episode_store import write_episodes
 from trainers.errors import run_command
-from trainers.evaluation import EvalResult, episode_metrics, eval_result, evaluation_request, sample_metrics
+from trainers.evaluation import (
+    EvalResult,
+    episode_metrics,
+    eval_result,
+    evaluation_request,
+    held_out_line,
+    sample_metrics,
+)
 from trainers.progress import RunProgress
 from trainers.provenance import record_session
 from trainers.records import Episode, RolloutBatch
 from trainers.rollout import step_request, training_sampling
 from trainers.run_dirs import check_writable_dir, load_saved_config, new_run_dir
-from trainers.run_log import RunLogger, atomic_write_text, read_jsonl
+from trainers.run_log import TEST_FILE, RunLogger, atomic_write_text, read_jsonl
 from trainers.runtime import Runtime, WorkerLost, make_runtime
 from trainers.tree_store import write_trees
 from trainers.workers import seed_everything
@@ -107,6 +119,13 @@ class Summary:
     wall_seconds: float
     warm_started: bool = False
     """Whether the run started from ``--init`` weights (the advice differs)."""
+    test_before: dict[str, float] | None = None
+    """The held-out test evaluation before training (None: ``test_tasks=0`` or ``eval_split='test'``,
+    where ``before`` is the test evaluation)."""
+    test_after: dict[str, float] | None = None
+    """The held-out test evaluation after the last step (None: as ``test_before``)."""
+    eval_split: str = "validation"
+    """Where ``before`` and ``after`` played."""
 
 
 # ---------------------------------------------------------------------------- set-up
@@ -203,20 +222,33 @@ def train_step(
 
 
 # ---------------------------------------------------------------------------- the run
-def _evaluate(config: TrainConfig, runtime: Runtime, logger: RunLogger, step: int) -> dict[str, float]:
+def _evaluate(
+    config: TrainConfig, runtime: Runtime, logger: RunLogger, step: int, *, test: bool = False
+) -> dict[str, float]:
+    """The in-run evaluation (``eval_tasks`` of ``eval_split``), or with ``test`` the held-out
+    test evaluation (``test_tasks`` of the protocol's block, logged to test.jsonl)."""
     sampling = SamplingParams(
         temperature=config.eval_temperature, max_new_tokens=config.max_new_tokens, stop=config.stop
     )
     request = evaluation_request(
         config.env,
-        num_tasks=config.eval_tasks,
+        num_tasks=config.test_tasks if test else config.eval_tasks,
         sampling=sampling,
         env_kwargs=config.env_setup.make_kwargs,
-        split=config.eval_split,
+        split="test" if test else config.eval_split,
     )
     result: EvalResult = eval_result(runtime.collect(request))
+    if test:
+        metrics = {**result.metrics, "first_task_seed": request.tasks[0].seed}
+        logger.log_test(step, metrics)
+        return metrics
     logger.log_eval(step, result.metrics, result.episodes, transcripts=config.transcripts)
     return result.metrics
+
+
+def plays_test(config: TrainConfig) -> bool:
+    """Whether the run plays a separate held-out test evaluation before and after training."""
+    return bool(config.test_tasks) and config.eval_split != "test"
 
 
 def _train_line(step: int, metrics: Mapping[str, float]) -> str:
@@ -226,17 +258,22 @@ def _train_line(step: int, metrics: Mapping[str, float]) -> str:
     return f"step {step}: {reward}success {metrics['success']:.2f}  invalid {metrics['invalid_rate']:.2f}"
 
 
-def _eval_line(step: int, metrics: Mapping[str, float]) -> str:
-    """The progress display's summary of the latest held-out evaluation."""
-    return f"held-out (step {step}): success {metrics['success']:.2f}  invalid {metrics['invalid_rate']:.2f}"
+def _eval_line(step: int, metrics: Mapping[str, float], split: str) -> str:
+    """The progress display's summary of the latest in-run evaluation."""
+    return f"{split} (step {step}): success {metrics['success']:.2f}  invalid {metrics['invalid_rate']:.2f}"
 
 
-def train(config: TrainConfig, initial_eval: dict[str, float] | None = None) -> Summary:
+def train(
+    config: TrainConfig,
+    initial_eval: dict[str, float] | None = None,
+    initial_test: dict[str, float] | None = None,
+) -> Summary:
     """Run (or, with ``config.resume``, continue) a training run; see the module docstring.
 
-    ``initial_eval``: the step-0 evaluation when the caller already made it on the same
-    weights (e.g. ``benchmarks.learning`` runs many arms from one warm start, and greedy
-    evaluation of identical weights gives identical results); logged instead of re-evaluating.
+    ``initial_eval`` / ``initial_test``: the step-0 in-run / held-out test evaluation when the
+    caller already made it on the same weights (e.g. ``benchmarks.learning`` runs many arms
+    from one warm start, and greedy evaluation of identical weights gives identical results);
+    logged instead of re-evaluating.
     """
     started = time.perf_counter()
     given_env_kwargs = dict(config.env_kwargs)  # the user's; the preset's are the env's own business
@@ -255,7 +292,7 @@ def train(config: TrainConfig, initial_eval: dict[str, float] | None = None) -> 
         config.steps, desc=f"{config.algo} {envs.spec(config.env).name}", enabled=config.progress
     )
     try:  # the display runs from here, so the minutes of loading and evaluating show too
-        return _run(config, env, initial_eval, progress, started)
+        return _run(config, env, (initial_eval, initial_test), progress, started)
     finally:
         progress.close()
 
@@ -263,7 +300,7 @@ def train(config: TrainConfig, initial_eval: dict[str, float] | None = None) -> 
 def _run(
     config: TrainConfig,
     env: envs.TextAECEnv,
-    initial_eval: dict[str, float] | None,
+    initial_eval: tuple[dict[str, float] | None, dict[str, float] | None],
     progress: RunProgress,
     started: float,
 ) -> Summary:
@@ -287,7 +324,7 @@ def _train(
     runtime: Runtime,
     run_dir: Path,
     checkpoint: Path | None,
-    initial_eval: dict[str, float] | None,
+    initial_eval: tuple[dict[str, float] | None, dict[str, float] | None],
     progress: RunProgress,
     started: float,
 ) -> Summary:
@@ -316,16 +353,24 @@ def _train(
     record_session(run_dir, "resumed" if config.resume else "started")
     with logger:
         evals = {record["step"]: record for record in read_jsonl(run_dir / "eval.jsonl")}
+        tests = {record["step"]: record for record in read_jsonl(run_dir / TEST_FILE)}
+        initial_in_run, initial_test = initial_eval
         before = evals.get(0)
-        if before is None and initial_eval is not None:
-            logger.log_eval(0, initial_eval)
-            before = initial_eval
+        if before is None and initial_in_run is not None:
+            logger.log_eval(0, initial_in_run)
+            before = initial_in_run
         if before is None:
-            progress.phase(f"evaluating on {config.eval_tasks} held-out tasks (step 0)")
+            progress.phase(f"evaluating on {config.eval_tasks} {config.eval_split} tasks (step 0)")
             before = _evaluate(config, runtime, logger, 0)
+        if plays_test(config) and 0 not in tests:
+            if initial_test is not None:
+                tests[0] = logger.log_test(0, initial_test)
+            else:
+                progress.phase(f"evaluating on {config.test_tasks} held-out test tasks (step 0)")
+                tests[0] = _evaluate(config, runtime, logger, 0, test=True)
         last_eval = max(evals) if evals else 0
         after = evals[last_eval] if evals else before  # a resumed run's latest evaluation
-        eval_text, train_text = _eval_line(last_eval, after), ""
+        eval_text, train_text = _eval_line(last_eval, after, config.eval_split), ""
         progress.show(eval_text)
         try:
             for step in range(start + 1, config.steps + 1):
@@ -342,9 +387,9 @@ def _train(
                 progress.show(f"{train_text} | {eval_text}")
                 last = step == config.steps
                 if last or (config.eval_every and step % config.eval_every == 0):
-                    progress.phase(f"step {step}: evaluating on {config.eval_tasks} held-out tasks")
+                    progress.phase(f"step {step}: evaluating on {config.eval_tasks} {config.eval_split} tasks")
                     after = _evaluate(config, runtime, logger, step)  # also redraws the plots
-                    eval_text = _eval_line(step, after)
+                    eval_text = _eval_line(step, after, config.eval_split)
                     progress.show(f"{train_text} | {eval_text}")
                 if last or step % config.checkpoint_every == 0:
                     progress.phase(f"step {step}: saving a checkpoint")
@@ -355,6 +400,10 @@ def _train(
                         keep=config.keep_checkpoints,
                     )
                 progress.advance()
+            final = max(start, config.steps)
+            if plays_test(config) and final not in tests:  # after the last step's checkpoint
+                progress.phase(f"step {final}: evaluating on {config.test_tasks} held-out test tasks")
+                tests[final] = _evaluate(config, runtime, logger, final, test=True)
             progress.phase("done")
         except KeyboardInterrupt:
             progress.close()
@@ -385,6 +434,9 @@ def _train(
         phase_seconds,
         time.perf_counter() - started,
         warm_started=config.init is not None,
+        test_before=tests.get(0),
+        test_after=tests.get(max(start, config.steps)),
+        eval_split=config.eval_split,
     )
 
 
@@ -395,29 +447,35 @@ def format_summary(summary: Summary) -> str:
         "",
         f"Run finished: {summary.steps} steps in {summary.wall_seconds / 60:.1f} min",
         f"  run dir     {summary.run_dir}",
-        f"  {'held-out eval':<22}{'before':>10}{'after':>10}",
+        f"  {summary.eval_split + ' eval':<22}{'before':>10}{'after':>10}",
     ]
     for key in keys:
         before, after = summary.before.get(key, float("nan")), summary.after.get(key, float("nan"))
         lines.append(f"  {key:<22}{before:>10.3f}{after:>10.3f}")
+    held_out = (summary.test_before, summary.test_after)
+    if summary.eval_split == "test":
+        held_out = (summary.before, summary.after)
+    if held_out[0] is not None and held_out[1] is not None:
+        lines.append("  " + held_out_line(*held_out))
     if summary.phase_seconds:
         phases = ", ".join(f"{k.split('/')[1]} {v:.1f}s" for k, v in summary.phase_seconds.items())
         lines.append(f"  mean per step: {phases}")
-    first, last = summary.before.get("success", 0.0), summary.after.get("success", 0.0)
+    judged = held_out if held_out[1] is not None else (summary.before, summary.after)
+    first, last = judged[0].get("success", 0.0), judged[1].get("success", 0.0)
     if last <= first and last < 1.0 and summary.warm_started:
         lines.append(
-            f"  nothing was learned: held-out success {first:.2f} -> {last:.2f}. From a warm start "
+            f"  nothing was learned: success {first:.2f} -> {last:.2f}. From a warm start "
             "a few steps move success by less than the noise of a small evaluation (README, Results): "
-            "try more --eval-tasks (64+) to see the change, more --steps, or a lower --lr"
+            "try more --test-tasks (256 for a standard error near 0.03), more --steps, or a lower --lr"
         )
     elif last <= first and last < 1.0:
         lines.append(
-            f"  nothing was learned: held-out success {first:.2f} -> {last:.2f}. "
+            f"  nothing was learned: success {first:.2f} -> {last:.2f}. "
             "A small model needs a warm start first: python -m trainers.sft --env <env>, "
             "then this command with --init <that run dir> (README, Results)"
         )
     lines += [
-        f"  metrics     {summary.run_dir / 'metrics.jsonl'} (eval: eval.jsonl)",
+        f"  metrics     {summary.run_dir / 'metrics.jsonl'} (eval.jsonl, test.jsonl)",
         f"  report      {summary.run_dir / 'report.html'} (open it in a browser)",
         f"  plots       {summary.run_dir / 'plots'}",
         f"  tensorboard tensorboard --logdir {summary.run_dir / 'tensorboard'}",

@@ -230,15 +230,19 @@ class TrainConfig(BackendConfig):
 
     # --- evaluation ---
     eval_every: int | None = None
-    """Evaluate on held-out test tasks every N steps, before training and at the end (0: only those two)
+    """Evaluate on --eval-split tasks every N steps, before training and at the end (0: only those two)
     (None: the env preset's)."""
     eval_tasks: int | None = None
-    """Held-out test tasks per evaluation (one episode each, K = 1) (None: the env preset's)."""
+    """Tasks per in-run evaluation (one episode each, K = 1) (None: the env preset's)."""
     eval_temperature: float = 0.0
     """Sampling temperature of evaluations (0: greedy)."""
-    eval_split: Literal["test", "validation"] = "test"
-    """Where evaluations play: held-out 'test' tasks, or the train split's 'validation' slice (never
-    trained on) when choosing hyperparameters, so the test split is only ever evaluated."""
+    eval_split: Literal["test", "validation"] = "validation"
+    """Where the in-run evaluations play: the train split's 'validation' slice (never trained on), where
+    every choice (steps, lr, recipe) is made; 'test' puts the curve itself on held-out test tasks."""
+    test_tasks: int | None = None
+    """Held-out test tasks (the protocol's block, README: Held-out protocol) played before training and
+    after the last step, for the run's test number with its task-level standard error (None: --eval-tasks;
+    0: none). With --eval-split test the in-run evaluations are the test number."""
     transcripts: int = 3
     """Episodes written to transcripts/ at each evaluation (episodes/eval_step_<N>.jsonl keeps
     all of them for report.html)."""
@@ -377,6 +381,7 @@ def _validate(config: TrainConfig) -> None:
     _check_ray_resources(config.ray_resources)
 
     _positive(config, "eval_every", 0)
+    _positive(config, "test_tasks", 0)
     _positive(config, "transcripts", 0)
     _positive(config, "report_trees", 0)
     check_model_backend(config.backend, config.model)
@@ -569,6 +574,8 @@ def resolve_config(config: TrainConfig) -> TrainConfig:
         key: value for key, value in preset.items() if key != "env_kwargs" and getattr(config, key) is None
     }
     updates["env_kwargs"] = {**preset["env_kwargs"], **config.env_kwargs}
+    if config.test_tasks is None:
+        updates["test_tasks"] = config.eval_tasks if config.eval_tasks is not None else env_values["eval_tasks"]
     if config.lr is None:
         # From a warm start the policy is already good and a large step undoes it: 1e-4 was
         # picked on the validation slice from the default warm start (README, Results).

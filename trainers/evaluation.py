@@ -6,14 +6,16 @@ two evaluations of the same weights agree. It never plays a training task:
 ``check_eval_tasks`` refuses any task whose split or seed is not ``test``, before a
 single env is made.
 
-* ``evaluate``: the trainer's held-out evaluation (one episode on each of the first N
-  test tasks), or with ``split="validation"`` on the first N tasks of the train split's
-  validation slice (``envs.splits``: train-split seeds no trainer draws), where
-  hyperparameters are chosen.
+* ``evaluate``: the trainers' evaluation: one episode on each of the first N tasks of the
+  train split's validation slice (``split="validation"``; ``envs.splits``: train-split seeds
+  no trainer draws), where every choice is made, or of the protocol's held-out test block
+  (``split="test"``: test tasks from ``envs.HELDOUT_TEST_START`` on, ``heldout_tasks``).
 * ``evaluate_tasks`` + ``benchmark_metrics``: what ``python -m benchmarks.evaluate``
   runs per (team, env, seed): k episodes per task, then success, avg@k, pass@k, returns
   per role, invalid-action rate, turns to success and tokens per episode.
 * ``pass_at_k``: the unbiased pass@k estimator.
+* ``task_success_se``: the standard error of a success rate over the tasks it was measured
+  on, reported beside every evaluated success (``success_se``).
 """
 
 from __future__ import annotations
@@ -41,10 +43,13 @@ __all__ = [
     "evaluate_tasks",
     "eval_result",
     "evaluation_request",
+    "heldout_tasks",
+    "held_out_line",
     "pass_at_k",
     "pass_at_k_values",
     "sample_metrics",
     "seat_outcomes",
+    "task_success_se",
     "OUTCOME_TERM",
     "test_tasks",
     "validation_tasks",
@@ -70,14 +75,50 @@ def test_tasks(env_id: str, n: int, start: int = 0) -> list[TaskKey]:
 test_tasks.__test__ = False  # a helper, not a pytest test
 
 
+def heldout_tasks(env_id: str, n: int, start: int = 0) -> list[TaskKey]:
+    """The held-out protocol's test tasks ``start .. start + n - 1`` of ``env_id``: test-split
+    tasks from ``envs.HELDOUT_TEST_START`` on, which no choice was ever made on
+    (``envs.splits``); every reported test number plays these."""
+    return [TaskKey(env_id, "test", seed) for seed in envs.heldout_seeds(n, start=start)]
+
+
+def task_success_se(episodes: Sequence[Episode]) -> float:
+    """Standard error of the success rate over tasks: the sample standard deviation of the
+    per-task success (the mean over that task's episodes) divided by sqrt(number of tasks).
+    With one episode per task this is the binomial s.e. sqrt(p (1 - p) / (n - 1)). 0 for a
+    single task or none."""
+    by_task: dict[TaskKey, list[float]] = defaultdict(list)
+    for episode in episodes:
+        by_task[episode.task].append(float(episode.success))
+    if len(by_task) < 2:
+        return 0.0
+    per_task = np.array([np.mean(values) for values in by_task.values()])
+    return float(per_task.std(ddof=1) / np.sqrt(len(per_task)))
+
+
+def held_out_line(before: Mapping[str, float], after: Mapping[str, float]) -> str:
+    """A run's test number for its summary, e.g. ``held-out test success 0.312 +- 0.058 ->
+    0.406 +- 0.062 (64 tasks from test index 1000000; +- s.e. over tasks)``, from two
+    evaluation records (``success``, ``success_se``, ``tasks``, ``first_task_seed``)."""
+
+    def rate(record: Mapping[str, float]) -> str:
+        return f"{record['success']:.3f} +- {record.get('success_se', float('nan')):.3f}"
+
+    first = after.get("first_task_seed")
+    where = f" from test index {int(first) - envs.TEST_SEED_START}" if first is not None else ""
+    tasks = int(after.get("tasks", 0))
+    return f"held-out test success {rate(before)} -> {rate(after)} ({tasks} tasks{where}; +- s.e. over tasks)"
+
+
 def validation_tasks(env_id: str, n: int, start: int = 0) -> list[TaskKey]:
     """Tasks ``start .. start + n - 1`` of the validation slice: train-split seeds that
     trainers never train on (``envs.splits``), for choosing hyperparameters."""
     return [TaskKey(env_id, "train", seed) for seed in envs.validation_seeds(n, start=start)]
 
 
-def check_eval_tasks(tasks: Sequence[TaskKey]) -> None:
-    """Refuse to evaluate on anything but held-out tasks.
+def check_eval_tasks(tasks: Sequence[TaskKey], *, validation: bool = False) -> None:
+    """Refuse to evaluate on anything but held-out tasks (with ``validation``, also the
+    validation slice's train-split tasks, which no trainer draws).
 
     Raises:
         ValueError: A task is marked ``train`` or its seed lies in the training seed space
@@ -85,6 +126,8 @@ def check_eval_tasks(tasks: Sequence[TaskKey]) -> None:
     """
     for task in tasks:
         seed_split = envs.split_of(task.seed) if isinstance(task.seed, int) and task.seed >= 0 else None
+        if validation and task.split == "train" and seed_split == "train" and envs.is_validation_seed(task.seed):
+            continue
         if task.split != "test" or seed_split != "test":
             raise ValueError(
                 f"evaluation never plays training tasks, got {task} (task seed {task.seed!r} is "
@@ -176,7 +219,8 @@ def sample_metrics(samples: Sequence[Turn]) -> dict[str, float]:
 def benchmark_metrics(episodes: Sequence[Episode]) -> dict[str, float]:
     """The metrics of one benchmark cell, from its played episodes (k per task).
 
-    * ``success``: mean over every episode (= ``avg@k``, = ``pass@1``);
+    * ``success``: mean over every episode (= ``avg@k``, = ``pass@1``), with
+      ``success_se``, its standard error over the ``tasks`` played (``task_success_se``);
     * ``pass@j``: the unbiased estimator per task, averaged over tasks, for j in
       ``pass_at_k_values(k)`` (k = episodes per task; every task must have the same k);
     * ``return/<role>``: mean episode return of each role;
@@ -204,6 +248,8 @@ def benchmark_metrics(episodes: Sequence[Episode]) -> dict[str, float]:
     turns = [turn for episode in episodes for turn in episode.turns]
     solved = [e for e in episodes if e.success]
     out = episode_metrics(episodes)
+    out["success_se"] = task_success_se(episodes)
+    out["tasks"] = float(len(by_task))
     out[f"avg@{k}"] = out["success"]
     for j in pass_at_k_values(k):
         out[f"pass@{j}"] = float(np.mean([pass_at_k(k, sum(s), j) for s in by_task.values()]))
@@ -223,14 +269,16 @@ def evaluate_tasks(
     sampling: SamplingParams,
     env_kwargs: Mapping[str, Any] | None = None,
     seed: int = EVAL_SEED,
+    validation: bool = False,
 ) -> RolloutBatch:
     """Play ``episodes_per_task`` independent episodes (K = 1, no selection) on each held-out
-    task, batched across all of them; ``seed`` seeds the sampler.
+    task (with ``validation``, validation-slice tasks are allowed too), batched across all of
+    them; ``seed`` seeds the sampler.
 
     Raises:
         ValueError: A task is not a held-out (test) task (``check_eval_tasks``).
     """
-    check_eval_tasks(tasks)
+    check_eval_tasks(tasks, validation=validation)
     return plain_rollout(
         tasks,
         team,
@@ -250,10 +298,11 @@ def evaluation_request(
     split: str = "test",
 ) -> RolloutRequest:
     """What ``evaluate`` plays, as a request any runtime can play (``trainers.runtime``): one
-    episode on each of the first ``num_tasks`` test tasks (``split="test"``) or
-    validation-slice tasks (``split="validation"``), under the evaluation sampler seed."""
+    episode on each of the first ``num_tasks`` tasks of the held-out protocol's test block
+    (``split="test"``: ``heldout_tasks``) or of the validation slice (``split="validation"``),
+    under the evaluation sampler seed."""
     if split == "test":
-        tasks = test_tasks(env_id, num_tasks)
+        tasks = heldout_tasks(env_id, num_tasks)
         check_eval_tasks(tasks)
     elif split == "validation":
         tasks = validation_tasks(env_id, num_tasks)
@@ -265,8 +314,11 @@ def evaluation_request(
 
 
 def eval_result(batch: RolloutBatch) -> EvalResult:
-    """An evaluation's metrics (success, invalid rate, returns per role, seconds) and episodes."""
+    """An evaluation's metrics (success with its task-level ``success_se``, the number of
+    ``tasks``, invalid rate, returns per role, seconds) and episodes."""
     metrics = {**episode_metrics(batch.episodes), **sample_metrics(batch.samples)}
+    metrics["success_se"] = task_success_se(batch.episodes)
+    metrics["tasks"] = float(len({episode.task for episode in batch.episodes}))
     metrics["time/eval"] = float(batch.stats.get("time/rollout", 0.0))
     return EvalResult(metrics, batch.episodes)
 
@@ -280,8 +332,9 @@ def evaluate(
     env_kwargs: Mapping[str, Any] | None = None,
     split: str = "test",
 ) -> EvalResult:
-    """Play one episode on each of the first ``num_tasks`` test tasks (``split="test"``) or
-    validation-slice tasks (``split="validation"``) with ``team`` (``evaluation_request``)."""
+    """Play one episode on each of the first ``num_tasks`` held-out protocol test tasks
+    (``split="test"``) or validation-slice tasks (``split="validation"``) with ``team``
+    (``evaluation_request``)."""
     request = evaluation_request(
         env_id, num_tasks=num_tasks, sampling=sampling, env_kwargs=env_kwargs, split=split
     )

@@ -4,7 +4,7 @@
 
 * ``train_reward.png``: every ``reward/<role>`` training metric vs step;
 * ``train_success.png``: the training ``success`` and ``invalid_rate`` vs step;
-* ``eval.png``: the held-out ``success`` and ``invalid_rate`` (and ``<team>/success``,
+* ``eval.png``: the in-run evaluations' ``success`` and ``invalid_rate`` (and ``<team>/success``,
   ``<team>/invalid_rate`` of a warm start's other teams) and every ``return/<role>`` vs step;
 * ``train_loss.png``: a warm start's reply-token NLL (``nll``) and validation NLL (``val_nll``).
 
@@ -115,7 +115,7 @@ def run_figures(
         ],
     )
     if eval_rates:
-        eval_panels.append(("Held-out success and invalid replies", RATE_LABEL, eval_rates))
+        eval_panels.append(("Evaluation success and invalid replies", RATE_LABEL, eval_rates))
     eval_returns = _series(evals, _keys_with_prefix(evals, "return/"))
     if eval_returns:
         eval_panels.append(("Evaluation return per role", "mean return", eval_returns))

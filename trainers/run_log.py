@@ -4,6 +4,7 @@
 
     metrics.jsonl                      one JSON object per training step: {"step": 12, ...}
     eval.jsonl                         one JSON object per evaluation:    {"step": 12, ...}
+    test.jsonl                         the held-out test evaluations (before and after)
     tensorboard/                       TensorBoard events (train/<key>, eval/<key>)
     plots/train_reward.png, ...        matplotlib plots (``trainers.plots.plot_run``)
     transcripts/eval_step_000012.md    readable evaluation episodes
@@ -51,6 +52,7 @@ __all__ = [
 
 METRICS_FILE = "metrics.jsonl"
 EVAL_FILE = "eval.jsonl"
+TEST_FILE = "test.jsonl"
 TENSORBOARD_DIR = "tensorboard"
 PLOTS_DIR = "plots"
 TRANSCRIPTS_DIR = "transcripts"
@@ -339,6 +341,7 @@ class RunLogger:
         self.run_dir = Path(run_dir)
         self.metrics_path = self.run_dir / METRICS_FILE
         self.eval_path = self.run_dir / EVAL_FILE
+        self.test_path = self.run_dir / TEST_FILE
         self.transcripts_dir = self.run_dir / TRANSCRIPTS_DIR
         self.plots_enabled = plots
         self.report_enabled = report
@@ -357,6 +360,7 @@ class RunLogger:
             resume_step = operator.index(resume_step)
             _truncate_jsonl(self.metrics_path, resume_step)
             _truncate_jsonl(self.eval_path, resume_step)
+            _truncate_jsonl(self.test_path, resume_step)
             self._drop_transcripts_after(resume_step)
 
         if tensorboard:
@@ -442,6 +446,18 @@ class RunLogger:
             write_eval_episodes(self.run_dir, step, episodes)
             if transcripts:
                 self.write_transcripts(step, episodes, limit=transcripts)
+        self._refresh()
+        return record
+
+    def log_test(self, step: int, metrics: Mapping[str, Any]) -> dict[str, Any]:
+        """Appends one held-out test evaluation's metrics to ``test.jsonl`` and TensorBoard
+        (``test/``). Its episodes are not stored: the report and transcripts show the in-run
+        (validation) evaluations, the test tasks only give the number.
+
+        Returns:
+            The record written.
+        """
+        record = self._append(self.test_path, "test", step, metrics)
         self._refresh()
         return record
 

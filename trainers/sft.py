@@ -49,12 +49,12 @@ from trainers.cli import config_to_dict, parse_overrides
 from trainers.config import ConfigError
 from trainers.demonstrations import oracle_demonstrations, replayed_demonstrations
 from trainers.episode_store import RecordedEpisode, read_episodes
-from trainers.evaluation import evaluate
+from trainers.evaluation import evaluate, held_out_line
 from trainers.progress import RunProgress
 from trainers.provenance import record_session
 from trainers.records import TaskKey, Turn
 from trainers.run_dirs import load_saved_config, new_run_dir
-from trainers.run_log import RunLogger, atomic_write_text, read_jsonl
+from trainers.run_log import TEST_FILE, RunLogger, atomic_write_text, read_jsonl
 from trainers.sft_config import SFT_RESUMABLE_OVERRIDES, SFTConfig, resolve_sft_config
 from trainers.supervised import SupervisedLearner
 from trainers.teams import build_team
@@ -74,6 +74,13 @@ class SFTSummary:
     val_nll: tuple[float, float]
     demonstrations: int
     wall_seconds: float
+    test_before: dict[str, float] | None = None
+    """Each team's held-out test evaluation before training (None: ``test_tasks=0`` or
+    ``eval_split='test'``, where ``before`` is the test evaluation)."""
+    test_after: dict[str, float] | None = None
+    """The same after the last step."""
+    eval_split: str = "validation"
+    """Where ``before`` and ``after`` played."""
 
 
 def team_variants(config: SFTConfig) -> dict[str, Team]:
@@ -223,28 +230,52 @@ def _demonstrations(config: SFTConfig, teams: dict[str, Team]) -> tuple[list[Tur
 
 
 def _evaluate(
-    config: SFTConfig, teams: dict[str, Team], logger: RunLogger, step: int, val_nll: float
+    config: SFTConfig,
+    teams: dict[str, Team],
+    logger: RunLogger,
+    step: int,
+    val_nll: float | None = None,
 ) -> dict[str, float]:
-    """Greedy success of every team variant (the first unprefixed) on ``eval_split`` tasks
-    (held-out test by default), logged with the validation NLL of the same weights."""
+    """Greedy success of every team variant (the first unprefixed) on ``eval_tasks`` of
+    ``eval_split`` (the validation slice by default), logged with the validation NLL of the
+    same weights; with ``val_nll=None``, on ``test_tasks`` of the held-out protocol's test
+    block instead, logged to test.jsonl."""
+    test = val_nll is None
     sampling = SamplingParams(temperature=0.0, max_new_tokens=config.max_new_tokens, stop=config.stop)
-    metrics: dict[str, float] = {"val_nll": val_nll}
+    metrics: dict[str, float] = {} if test else {"val_nll": val_nll}
     shown = ()  # the first team's episodes: transcripts and report.html
     for i, (variant, team) in enumerate(teams.items()):
         result = evaluate(
             team,
             config.env,
-            num_tasks=config.eval_tasks,
+            num_tasks=config.test_tasks if test else config.eval_tasks,
             sampling=sampling,
             env_kwargs=config.env_setup(variant).make_kwargs,
-            split=config.eval_split,
+            split="test" if test else config.eval_split,
         )
         prefix = "" if i == 0 else f"{variant}/"
         metrics.update({prefix + k: v for k, v in result.metrics.items()})
         if i == 0:
             shown = result.episodes
-    logger.log_eval(step, metrics, shown, transcripts=config.transcripts)
+            if test:
+                metrics["first_task_seed"] = result.episodes[0].task.seed
+    if test:
+        logger.log_test(step, metrics)
+    else:
+        logger.log_eval(step, metrics, shown, transcripts=config.transcripts)
     return metrics
+
+
+def team_metrics(record: dict[str, float], variant: str, teams: Sequence[str]) -> dict[str, float]:
+    """One team variant's metrics from an evaluation record of every team: the first team's
+    keys are unprefixed, the others' carry ``<variant>/``."""
+    if variant != teams[0]:
+        return {k[len(variant) + 1 :]: v for k, v in record.items() if k.startswith(variant + "/")}
+    return {k: v for k, v in record.items() if k.split("/")[0] not in teams[1:]}
+
+
+def _plays_test(config: SFTConfig) -> bool:
+    return bool(config.test_tasks) and config.eval_split != "test"
 
 
 def _new_run_dir(config: SFTConfig) -> Path:
@@ -314,11 +345,18 @@ def _run_sft(config: SFTConfig, progress: RunProgress, started: float) -> SFTSum
         progress.phase(f"step {step}: evaluating on {config.eval_tasks} {config.eval_split} tasks")
         return _evaluate(config, teams, logger, step, val_nll)
 
+    def test_at(step: int) -> None:
+        if _plays_test(config) and step not in tests:
+            progress.phase(f"step {step}: evaluating on {config.test_tasks} held-out test tasks")
+            tests[step] = _evaluate(config, teams, logger, step)
+
     with logger:
         evals = {record["step"]: record for record in read_jsonl(run_dir / "eval.jsonl")}
+        tests = {record["step"]: record for record in read_jsonl(run_dir / TEST_FILE)}
         if 0 not in evals:
             progress.phase("validation NLL (step 0)")
         before = evals.get(0) or evaluate_at(0, learner.nll(val)["all"])
+        test_at(0)
         after = evals[max(evals)] if evals else before
         vals = [r["val_nll"] for r in read_jsonl(run_dir / "metrics.jsonl") if "val_nll" in r]
         val_before = before["val_nll"]
@@ -372,6 +410,7 @@ def _run_sft(config: SFTConfig, progress: RunProgress, started: float) -> SFTSum
                 # summary must not report an older evaluation as "after".
                 val_after = learner.nll(val)["all"]
                 after = evaluate_at(start, val_after)
+            test_at(max(start, config.steps))  # the final weights' test number
             progress.phase("done")
         except KeyboardInterrupt:
             progress.close()
@@ -389,6 +428,9 @@ def _run_sft(config: SFTConfig, progress: RunProgress, started: float) -> SFTSum
         (val_before, val_after),
         len(train),
         time.perf_counter() - started,
+        test_before=tests.get(0),
+        test_after=tests.get(max(start, config.steps)),
+        eval_split=config.eval_split,
     )
 
 
@@ -400,7 +442,7 @@ def format_sft_summary(summary: SFTSummary, config: SFTConfig) -> str:
         f"in {summary.wall_seconds / 60:.1f} min",
         f"  run dir     {summary.run_dir}",
         f"  validation NLL per reply token: {summary.val_nll[0]:.3f} -> {summary.val_nll[1]:.3f}",
-        f"  {'held-out eval':<26}{'before':>10}{'after':>10}",
+        f"  {summary.eval_split + ' eval':<26}{'before':>10}{'after':>10}",
     ]
     for i, variant in enumerate(config.teams):
         prefix = "" if i == 0 else f"{variant}/"
@@ -410,6 +452,14 @@ def format_sft_summary(summary: SFTSummary, config: SFTConfig) -> str:
                 summary.after.get(prefix + key, float("nan")),
             )
             lines.append(f"  {variant + ' ' + key:<26}{b:>10.3f}{a:>10.3f}")
+    held_out = (summary.test_before, summary.test_after)
+    if summary.eval_split == "test":
+        held_out = (summary.before, summary.after)
+    if held_out[0] is not None and held_out[1] is not None:
+        first_seed = held_out[1].get("first_task_seed")
+        for variant in config.teams:
+            before, after = (team_metrics(record, variant, config.teams) for record in held_out)
+            lines.append(f"  {variant}: " + held_out_line(before, {**after, "first_task_seed": first_seed}))
     lines += [
         f"  plots       {summary.run_dir / 'plots'}",
         f"  next        python -m trainers.at_grpo --env {config.env} --model {config.model} "

@@ -92,12 +92,17 @@ class SFTConfig:
     val_every: int = 40
     """Validation loss every N steps (and before and after training)."""
     eval_every: int = 120
-    """Held-out test success of each team of --teams every N steps, before and after training (0: only)."""
+    """Success of each team of --teams on --eval-split tasks every N steps, before and after training
+    (0: only those two)."""
     eval_tasks: int = 64
-    """Held-out test tasks per evaluation (one greedy episode each)."""
-    eval_split: Literal["test", "validation"] = "test"
-    """Where evaluations play: held-out 'test' tasks, or the train split's 'validation' slice (never
-    trained on; choose --steps and --lr there, as python -m trainers.at_grpo --eval-split does)."""
+    """Tasks per in-run evaluation (one greedy episode each)."""
+    eval_split: Literal["test", "validation"] = "validation"
+    """Where the in-run evaluations play: the train split's 'validation' slice (never trained on; choose
+    --steps and --lr there), or 'test' to put the curve itself on held-out test tasks."""
+    test_tasks: int | None = None
+    """Held-out test tasks (the protocol's block, README: Held-out protocol) each team plays before
+    training and after the last step: the warm start's test number with its task-level standard error
+    (None: --eval-tasks; 0: none). With --eval-split test the in-run evaluations are the test number."""
     max_new_tokens: int | None = None
     """Longest reply in tokens at evaluation (None: the env preset's)."""
     transcripts: int = 3
@@ -146,6 +151,7 @@ class SFTConfig:
         _positive(self, "max_new_tokens")
         _positive(self, "threads")
         _positive(self, "eval_every", 0)
+        _positive(self, "test_tasks", 0)
         _positive(self, "transcripts", 0)
         if isinstance(self.demos, str):  # config.json of runs saved before demos was a tuple
             object.__setattr__(self, "demos", (self.demos,))
@@ -193,6 +199,8 @@ def resolve_sft_config(config: SFTConfig) -> SFTConfig:
     updates: dict[str, Any] = {"env_kwargs": {**preset["env_kwargs"], **config.env_kwargs}}
     if config.max_new_tokens is None:
         updates["max_new_tokens"] = preset["max_new_tokens"]
+    if config.test_tasks is None:
+        updates["test_tasks"] = config.eval_tasks
     if config.lr is None:
         updates["lr"] = 2e-3 if config.lora else 1e-5
     return dataclasses.replace(config, **updates)

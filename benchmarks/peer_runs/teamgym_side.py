@@ -45,6 +45,7 @@ def run(spec: dict[str, Any], out: Path) -> dict[str, Any]:
         seed=spec["seed"],
         threads=spec["threads"],
         eval_tasks=1,  # benchmarks/peers.py evaluates every side alike; this one costs a second
+        test_tasks=0,
         eval_every=0,
         output_dir=str(out),
         run_name="teamgym",

@@ -8,6 +8,7 @@ import re
 
 import pytest
 
+import envs
 from benchmarks import learning
 
 
@@ -18,23 +19,36 @@ def test_mean_and_standard_error():
 
 
 @pytest.mark.slow
-def test_smoke_run_prints_every_arm(tmp_path, capsys):
-    summary = learning.main([
+def test_smoke_run_prints_every_arm_and_a_rerun_resumes_it(tmp_path, capsys):
+    args = [
         "--model", "tiny-test", "--env", "tests.trainers.conftest:test/one_token", "--env-kwargs", "{}",
         "--sft-steps", "2", "--sft-train-tasks", "8", "--steps", "1", "--seeds", "0", "1",
         "--tasks-per-step", "2", "-K", "2", "--max-new-tokens", "1", "--response-prefix", "",
-        "--eval-tasks", "4", "--eval-every", "1", "--output-dir", str(tmp_path),
-    ])  # fmt: skip
+        "--eval-tasks", "4", "--eval-every", "1", "--test-tasks", "8", "--no-progress",
+        "--output-dir", str(tmp_path),
+    ]  # fmt: skip
+    summary = learning.main(args)
     out = capsys.readouterr().out
     assert list(summary) == ["at_grpo-mas", "grpo-mas", "grpo-single"]
     for name, arm in summary.items():
         assert arm["seeds"] == [0, 1] and sorted(arm["curve"]) == [0, 1]
+        assert arm["test_tasks"] == 8 and 0 <= arm["after_task_se"] <= 0.5
         assert re.search(rf"{name}\s+2\s+\d+\s+[\d.]+ \+- [\d.]+", out), name
     # Equal budgets are printed, not assumed: the single team gets twice the tasks.
     assert summary["grpo-single"]["samples"] == summary["grpo-mas"]["samples"] > 0
     assert "at_grpo-mas - grpo-mas:" in out and "at_grpo-mas - grpo-single:" in out
+    assert "held-out test success on 8 tasks from test index 1000000" in out
     (result,) = tmp_path.glob("*/learning.json")
     record = json.loads(result.read_text())
     assert len(record["runs"]) == 6 and (result.parent / "learning.png").is_file()
     assert all(json.loads((result.parent / f"{r['arm']}-seed{r['seed']}" / "config.json").read_text())["init"]
                == record["warm_start"] for r in record["runs"])  # fmt: skip
+    assert {r["first_test_seed"] for r in record["runs"]} == {envs.heldout_seeds(1)[0]}
+    # The same command again: every (arm, seed) is in the results file, nothing is retrained.
+    again = learning.main(args)
+    assert "grpo-single seed 1: done" in capsys.readouterr().out
+    assert again["at_grpo-mas"]["after"] == summary["at_grpo-mas"]["after"]
+    assert len(json.loads(result.read_text())["runs"]) == 6
+    # Other settings would mix two measurements in one file: refused, naming the flag.
+    with pytest.raises(SystemExit, match="--lr"):
+        learning.main([*args, "--lr", "0.5"])

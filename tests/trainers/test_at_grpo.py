@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+import envs
 from agents.threads import THREADS_ENV
 from tests.conftest import SUBPROCESS_TIMEOUT_S
 from trainers.at_grpo import load_run_config, main
@@ -255,7 +256,26 @@ def test_cli_writes_every_artefact(tmp_path, module, algo_args, algo):
         "weights.safetensors",
     ]
     assert json.loads((checkpoint / "state.json").read_text())["step"] == 2
-    assert "held-out eval" in done.stdout and str(run) in done.stdout  # the end-of-run summary
+    assert "validation eval" in done.stdout and str(run) in done.stdout  # the end-of-run summary
+    # The held-out protocol: in-run evaluations on the validation slice, the test number on the
+    # protocol's test block before training and after the last step, with its task-level s.e.
+    played = [json.loads(line)["task"] for line in (run / "episodes" / "eval_step_000002.jsonl").open()]
+    assert [task["seed"] for task in played] == envs.validation_seeds(4)
+    assert all(task["split"] == "train" for task in played)
+    tests = read_jsonl(run / "test.jsonl")
+    assert [r["step"] for r in tests] == [0, 2]
+    assert tests[-1]["first_task_seed"] == envs.heldout_seeds(1)[0] and tests[-1]["tasks"] == 4
+    assert 0 <= tests[-1]["success_se"] <= 0.5 + 1e-9
+    assert "held-out test success" in done.stdout and "4 tasks from test index 1000000" in done.stdout
+
+
+def test_eval_split_test_puts_the_curve_on_the_held_out_block_and_plays_no_extra_test(tmp_path):
+    args = tiny_args(tmp_path, "--steps", "1", "--eval-split", "test", "--no-plots", "--no-tensorboard")
+    assert main(args) == 0
+    run = tmp_path / "run"
+    played = [json.loads(line)["task"]["seed"] for line in (run / "episodes" / "eval_step_000001.jsonl").open()]
+    assert played == envs.heldout_seeds(4)
+    assert not (run / "test.jsonl").exists()  # the in-run evaluations are the test number
 
 
 @pytest.mark.slow
@@ -374,9 +394,11 @@ def test_the_training_command_learns_when_the_model_can(tmp_path):
             progress=False, plots=False, tensorboard=False, checkpoint_every=30,
         )
     )  # fmt: skip
-    before, after = summary.before["success"], summary.after["success"]
-    print(f"\n[training command] held-out success {before:.2f} -> {after:.2f}")
+    # judged on the held-out test block (test.jsonl), not the validation curve
+    before, after = summary.test_before["success"], summary.test_after["success"]
+    print(f"\n[training command] held-out test success {before:.2f} -> {after:.2f}")
     assert before < 0.3 and after >= 0.9
+    assert summary.after["success"] >= 0.9  # the validation slice agrees
 
 
 # ------------------------------------------------------------------ loss presets end to end

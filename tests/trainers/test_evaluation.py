@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 
 import envs
@@ -17,9 +18,12 @@ from trainers.evaluation import (
     episode_metrics,
     evaluate,
     evaluate_tasks,
+    held_out_line,
+    heldout_tasks,
     pass_at_k,
     pass_at_k_values,
     sample_metrics,
+    task_success_se,
     test_tasks,
 )
 from trainers.records import Episode, TaskKey, Turn
@@ -55,7 +59,8 @@ def test_evaluate_plays_each_test_task_once():
     env = envs.make("plan_path")
     result = evaluate(Team(env, {r: OraclePolicy() for r in env.roles}), "plan_path", num_tasks=5,
                       sampling=SamplingParams(temperature=0.0))  # fmt: skip
-    assert [e.task for e in result.episodes] == test_tasks("plan_path", 5)
+    assert [e.task for e in result.episodes] == heldout_tasks("plan_path", 5)
+    assert result.episodes[0].task.seed == envs.TEST_SEED_START + envs.HELDOUT_TEST_START
     assert all(e.task.split == "test" for e in result.episodes)
     assert result.metrics["success"] == 1.0 and result.metrics["invalid_rate"] == 0.0
 
@@ -198,3 +203,38 @@ def test_games_report_win_draw_loss_per_seat_from_the_outcome_terms():
             sampling=SamplingParams(max_new_tokens=4),
         ).episodes
     )
+
+
+def test_task_success_se_is_the_standard_error_over_tasks():
+    def episode(seed, success):
+        return Episode(TaskKey("x-v0", "test", seed), 0, (), success, {}, False)
+
+    # one episode per task: sqrt(p (1 - p) / (n - 1)) with p = 1/4, n = 4
+    four = [episode(s, s == 0) for s in range(4)]
+    assert task_success_se(four) == pytest.approx(np.sqrt(0.25 * 0.75 / 3))
+    # two episodes per task: the per-task rates (1.0, 0.0) are what varies
+    assert task_success_se([episode(0, True), episode(0, True), episode(1, False), episode(1, False)]) == 0.5
+    assert task_success_se(four[:1]) == 0.0 and task_success_se([]) == 0.0
+
+
+def test_held_out_tasks_start_past_the_development_tasks_and_the_line_names_them():
+    tasks = heldout_tasks("plan_path", 3, start=2)
+    assert [t.seed for t in tasks] == [envs.TEST_SEED_START + envs.HELDOUT_TEST_START + i for i in (2, 3, 4)]
+    check_eval_tasks(tasks)
+    line = held_out_line(
+        {"success": 0.25, "success_se": 0.05},
+        {"success": 0.5, "success_se": 0.0625, "tasks": 64, "first_task_seed": tasks[0].seed - 2},
+    )
+    assert line == (
+        "held-out test success 0.250 +- 0.050 -> 0.500 +- 0.062 (64 tasks from test index 1000000; "
+        "+- s.e. over tasks)"
+    )
+
+
+def test_validation_slice_tasks_are_evaluated_only_when_asked():
+    task = TaskKey("plan_path-v0", "train", envs.validation_seeds(1)[0])
+    check_eval_tasks([task], validation=True)
+    with pytest.raises(ValueError, match="evaluation never plays training tasks"):
+        check_eval_tasks([task])
+    with pytest.raises(ValueError, match="evaluation never plays training tasks"):
+        check_eval_tasks([TaskKey("plan_path-v0", "train", 5)], validation=True)  # a trained-on seed

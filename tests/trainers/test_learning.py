@@ -18,6 +18,7 @@ from agents.hf import HFPolicy, LoraSettings
 from agents.team import Team
 from tests.trainers.conftest import EVEN_TEAM_ID
 from trainers.advantages import AdvantageResult, at_grpo
+from trainers.evaluation import heldout_tasks
 from trainers.learner import Learner, LearnerConfig
 from trainers.records import TaskKey
 from trainers.rollout import plain_rollout, tree_rollout
@@ -32,7 +33,7 @@ LORA_WITH_HEAD = LoraSettings(
 
 
 def success_rate(team, episodes=64):
-    tasks = [TaskKey(EVEN_TEAM_ID, "test", seed) for seed in envs.split_seeds("test", episodes)]
+    tasks = heldout_tasks(EVEN_TEAM_ID, episodes)  # the protocol's held-out test block
     batch = plain_rollout(tasks, team, episodes_per_task=1, sampling=SAMPLING, seed=123)
     return float(np.mean([e.success for e in batch.episodes]))
 

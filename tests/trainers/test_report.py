@@ -93,7 +93,7 @@ def test_curves_carry_the_numbers_of_metrics_and_eval_jsonl(recorded_run, page):
             points = reward.select_one(f'g[data-series="reward/{role}"]').select("circle")
             value = {int(p["data-step"]): float(p["data-value"]) for p in points}[record["step"]]
             assert value == record[f"reward/{role}"]
-    held_out = charts["Held-out success and invalid replies"]
+    held_out = charts["Evaluation success and invalid replies"]
     steps = [int(c["data-step"]) for c in held_out.select_one('g[data-series="success"]').select("circle")]
     assert steps == [r["step"] for r in read_jsonl(recorded_run / "eval.jsonl")] == [0, 2]
 

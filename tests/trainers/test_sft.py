@@ -19,8 +19,8 @@ from trainers.demonstrations import oracle_demonstrations
 from trainers.evaluation import evaluate, validation_tasks
 from trainers.learner import Learner
 from trainers.records import TaskKey
-from trainers.sft import batch_indices, lr_factor, main, train_sft
-from trainers.sft_config import SFTConfig
+from trainers.sft import batch_indices, format_sft_summary, lr_factor, main, train_sft
+from trainers.sft_config import SFTConfig, resolve_sft_config
 from trainers.supervised import SupervisedLearner
 from trainers.teams import build_team, load_trained_team
 
@@ -138,7 +138,8 @@ def test_batch_order_is_a_function_of_seed_and_step():
 def test_warm_start_takes_a_one_token_task_from_chance_to_solved(tmp_path):
     summary = train_sft(_one_token_config(tmp_path))
     assert summary.before["success"] <= 0.1  # the random-init model rarely writes 'k'
-    assert summary.after["success"] >= 0.9
+    assert summary.after["success"] >= 0.9  # on the validation slice
+    assert summary.test_before["success"] <= 0.1 and summary.test_after["success"] >= 0.9  # held-out test
     assert summary.val_nll[1] < summary.val_nll[0]
     run = summary.run_dir
     metrics = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
@@ -357,14 +358,26 @@ def test_validation_tasks_are_train_seeds_no_trainer_draws():
         evaluate(team, ONE_TOKEN_ID, num_tasks=1, sampling=SamplingParams(), split="train")
 
 
-def test_eval_split_validation_evaluates_on_the_validation_slice(tmp_path):
-    run = train_sft(
-        _one_token_config(tmp_path, steps=1, eval_tasks=2, transcripts=2, eval_split="validation")
-    )
+def test_in_run_evaluations_play_the_validation_slice_and_the_test_number_the_held_out_block(tmp_path):
+    config = _one_token_config(tmp_path, steps=1, eval_tasks=2, test_tasks=3, transcripts=2, teams=("mas", "single"))
+    run = train_sft(config)
     transcript = (run.run_dir / "transcripts" / "eval_step_000001.md").read_text()
     for task in validation_tasks(ONE_TOKEN_ID, 2):
         assert f"/train/{task.seed} " in transcript
     assert "/test/" not in transcript
+    tests = [json.loads(line) for line in (run.run_dir / "test.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in tests] == [0, 1]
+    assert tests[-1]["tasks"] == tests[-1]["single/tasks"] == 3
+    assert tests[-1]["first_task_seed"] == envs.heldout_seeds(1)[0]
+    assert run.test_after["single/success"] == tests[-1]["single/success"] and run.eval_split == "validation"
+    text = format_sft_summary(run, resolve_sft_config(config))
+    assert "mas: held-out test success" in text and "single: held-out test success" in text
+    assert "3 tasks from test index 1000000" in text
+
+
+def test_test_tasks_zero_plays_no_test_evaluation(tmp_path):
+    run = train_sft(_one_token_config(tmp_path, steps=1, eval_tasks=2, test_tasks=0))
+    assert not (run.run_dir / "test.jsonl").exists() and run.test_after is None
 
 
 def test_training_tasks_skip_the_validation_slice(monkeypatch):
@@ -388,11 +401,11 @@ def test_the_training_summary_says_when_nothing_was_learned(tmp_path):
         summary = Summary(tmp_path, 3, {"success": before}, {"success": after}, {}, 60.0)
         return format_summary(summary)
 
-    assert "nothing was learned: held-out success 0.00 -> 0.00" in text(0.0, 0.0)
+    assert "nothing was learned: success 0.00 -> 0.00" in text(0.0, 0.0)
     assert "python -m trainers.sft" in text(0.5, 0.25)
     assert "nothing was learned" not in text(0.25, 0.5)
     assert "nothing was learned" not in text(1.0, 1.0)  # already solved: nothing to say
     warm = Summary(tmp_path, 3, {"success": 0.5}, {"success": 0.25}, {}, 60.0, warm_started=True)
     advice = format_summary(warm)
-    assert "nothing was learned" in advice and "--eval-tasks" in advice
+    assert "nothing was learned" in advice and "--test-tasks" in advice
     assert "python -m trainers.sft" not in advice  # it already started from one

@@ -69,7 +69,7 @@ def test_loaded_team_reproduces_the_runs_final_evaluation(per_role_run):
     team = Team(env, dict(trained.bindings))
     sampling = SamplingParams(temperature=config.eval_temperature, max_new_tokens=1, stop=config.stop)
     result = evaluate(team, config.env, num_tasks=4, sampling=sampling, env_kwargs={"team": config.team})
-    before, logged = read_jsonl(per_role_run / "eval.jsonl")
+    before, logged = read_jsonl(per_role_run / "test.jsonl")  # the held-out test evaluations
     assert before["success"] != logged["success"]  # the untrained weights would be told apart
     for key, value in result.metrics.items():
         if not key.startswith("time/"):

@@ -17,7 +17,8 @@ from trainers.provenance import PROVENANCE_FILE
 from trainers.report.charts import line_chart
 from trainers.report.episodes import episode_view, text_view, tree_view
 from trainers.report.files import flat_items, read_json
-from trainers.run_log import EVAL_FILE, METRICS_FILE, TRANSCRIPTS_DIR, read_jsonl
+from trainers.evaluation import held_out_line
+from trainers.run_log import EVAL_FILE, METRICS_FILE, TEST_FILE, TRANSCRIPTS_DIR, read_jsonl
 from trainers.tree_store import read_trees
 
 __all__ = ["is_training_run", "run_context"]
@@ -28,6 +29,13 @@ MAX_TREE_STEPS = 40
 """Training steps whose trees the page shows: step 1 and the latest ones."""
 _EVAL_EPISODES = re.compile(r"eval_step_(\d+)\.jsonl")
 _TRANSCRIPT = re.compile(r"eval_step_(\d+)\.md")
+
+
+# Runs saved before the held-out protocol have no eval_split: theirs played test tasks.
+EVAL_SPLIT_TEXT = {
+    "validation": "validation-slice tasks (train split, never trained on)",
+    "test": "held-out test tasks",
+}
 
 
 def is_training_run(run_dir: Path) -> bool:
@@ -122,7 +130,12 @@ def run_context(run_dir: Path) -> dict[str, Any]:
         ("model", config.get("model")),
         ("steps logged", len(train)),
         ("evaluations", len(evals)),
+        ("in-run evaluations play", EVAL_SPLIT_TEXT.get(config.get("eval_split", "test"))),
     ]
+    tests = read_jsonl(run_dir / TEST_FILE)
+    if len(tests) >= 2:  # before and after (the first team's, for a warm start of several)
+        line = held_out_line(tests[0], tests[-1]).removeprefix("held-out test success ")
+        summary.append((f"held-out test success (steps {tests[0]['step']} -> {tests[-1]['step']})", line))
     return {
         "kind": "training run",
         "title": run_dir.resolve().name,
@@ -138,4 +151,5 @@ def run_context(run_dir: Path) -> dict[str, Any]:
         "rollout": config.get("rollout"),
         "warm_start": warm_start,
         "report_trees": config.get("report_trees"),
+        "eval_split_text": EVAL_SPLIT_TEXT.get(config.get("eval_split", "test"), "held-out tasks"),
     }
