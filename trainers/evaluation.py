@@ -1,10 +1,10 @@
 """Held-out evaluation of a team, and the metrics training and benchmarks report.
 
-Evaluation plays test-split tasks with the training rollout code (``plain_rollout``:
-K = 1 per episode, no selection; ALGORITHMS.md section 2) under a fixed sampler seed, so
-two evaluations of the same weights agree. It never plays a training task:
-``check_eval_tasks`` refuses any task whose split or seed is not ``test``, before a
-single env is made.
+Evaluation plays held-out tasks with the training rollout code (``plain_rollout``:
+K = 1 per episode, no selection) under a fixed sampler seed, so two evaluations of the
+same weights agree. It never plays a training task: ``check_eval_tasks`` refuses any task
+whose split or seed is not ``test`` (or, where asked, in the validation slice, which no
+trainer draws), before a single env is made.
 
 * ``evaluate``: the trainers' evaluation: one episode on each of the first N tasks of the
   train split's validation slice (``split="validation"``; ``envs.splits``: train-split seeds

@@ -91,6 +91,20 @@ def test_results_files(planning):
     assert len(list((out / "transcripts").glob("*.md"))) == 12
 
 
+def test_split_validation_plays_blocks_of_the_validation_slice(tmp_path):
+    config = EvalConfig(
+        env=("sokoban",), model="tiny-test", baselines=("oracle",), split="validation", episodes=2,
+        seeds=(0, 1), progress=False, output_dir=str(tmp_path), run_name="val",
+    )  # fmt: skip
+    results = run_evaluation(config)
+    cell = results.cell("oracle mas", "sokoban")
+    assert cell.tasks == [envs.validation_seeds(2), envs.validation_seeds(2, start=2)]
+    assert cell.mean["success"] == 1.0 and cell.mean["success_se"] == 0.0
+    protocol = json.loads((results.out_dir / "results.json").read_text())["protocol"]
+    assert protocol["split"] == "validation" and protocol["first_task_index"] == 0
+    assert "validation-slice tasks" in results.markdown and "headline" not in results.markdown
+
+
 def test_same_seeds_same_numbers(planning, tmp_path):
     quick = dict(model="tiny-test", episodes=3, max_new_tokens=2, progress=False, output_dir=str(tmp_path))
     again = run_evaluation(EvalConfig(suite="planning", seeds=(0, 1), **quick))
@@ -234,6 +248,7 @@ def test_help_lists_every_field_and_group(capsys):
         (["--suite", "nosuchsuite"], "suites with envs: alfworld, code, "),
         (["--env", "sokobann"], "Did you mean"),
         (["--env", "sokoban", "--split", "train"], "only plays held-out tasks"),
+        (["--env", "sokoban", "--split", "validation", "--task-seeds", "1000000000"], "drop --task-seeds"),
         (["--env", "sokoban", "--task-seeds", "5"], "evaluation never plays training tasks"),
         (["--env", "sokoban", "--difficulty", "extreme"], "not a preset of sokoban-v1"),
         (["--env", "sokoban", "--samples", "4", "--temperature", "0"], "identical greedy"),
