@@ -38,6 +38,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import shutil
 import time
 from pathlib import Path
 from typing import Any
@@ -125,6 +126,7 @@ def run_arm(
     again would repeat identical work.
     """
     from trainers.at_grpo import load_run_config, train
+    from trainers.checkpoint import latest_checkpoint
     from trainers.run_log import TEST_FILE, read_jsonl
 
     algo, team, multiplier = ARMS[name]
@@ -137,8 +139,10 @@ def run_arm(
         run_name=f"{name}-seed{seed}",
     )
     run_dir = Path(base.output_dir) / config.run_name
-    if (run_dir / "config.json").is_file():  # cut off earlier: continue from its last checkpoint
+    if latest_checkpoint(run_dir) is not None:  # cut off earlier: continue from its last checkpoint
         config = load_run_config(run_dir, {"resume": str(run_dir), "progress": base.progress})
+    elif run_dir.exists():  # cut off before its first checkpoint: nothing to keep
+        shutil.rmtree(run_dir)
     started = time.perf_counter()
     given = initial.get(team, {})
     summary = train(config, initial_eval=given.get("validation"), initial_test=given.get("test"))

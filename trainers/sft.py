@@ -19,8 +19,11 @@ Run directory (``<output_dir>/<run_name>``), as ``trainers.at_grpo`` writes it:
     config.json        the resolved config; --resume reads it, --init reads its model
     metrics.jsonl      per step: nll (reply tokens, before the step), tokens, grad norm, seconds;
                        val_nll on the validation tasks every val_every steps
-    eval.jsonl         held-out test success, invalid rate, returns per role (other teams
-                       of --teams under <team>/...), before training, every eval_every steps, at the end
+    eval.jsonl         success (with success_se), invalid rate, returns per role (other teams
+                       of --teams under <team>/...) on eval_split tasks (the validation slice by
+                       default), before training, every eval_every steps, at the end
+    test.jsonl         each team's held-out test success on test_tasks of the protocol's block
+                       (envs.HELDOUT_TEST_START on), before training and after the last step
     plots/, tensorboard/, transcripts/, checkpoints/step_<N>/ (the trained weights; atomic)
 
 Validation uses the train split's validation slice (``envs.splits``), never test tasks. The

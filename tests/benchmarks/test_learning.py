@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 
 import pytest
 
@@ -49,6 +50,18 @@ def test_smoke_run_prints_every_arm_and_a_rerun_resumes_it(tmp_path, capsys):
     assert "grpo-single seed 1: done" in capsys.readouterr().out
     assert again["at_grpo-mas"]["after"] == summary["at_grpo-mas"]["after"]
     assert len(json.loads(result.read_text())["runs"]) == 6
+    # Cells missing from the file are run again: from the run's checkpoint where it has one
+    # (a finished run resumes to the same numbers), from scratch where it has none.
+    record = json.loads(result.read_text())
+    old = {(r["arm"], r["seed"]): r for r in record["runs"]}
+    kept = [r for r in record["runs"] if (r["arm"], r["seed"]) not in {("grpo-mas", 1), ("grpo-single", 1)}]
+    result.write_text(json.dumps({**record, "runs": kept}))
+    shutil.rmtree(result.parent / "grpo-single-seed1" / "checkpoints")
+    learning.main(args)
+    rerun = {(r["arm"], r["seed"]): r for r in json.loads(result.read_text())["runs"]}
+    assert len(rerun) == 6
+    assert rerun["grpo-mas", 1]["after"] == old["grpo-mas", 1]["after"]  # resumed: its own test.jsonl
+    assert (result.parent / "grpo-single-seed1" / "checkpoints").is_dir()  # trained again
     # Other settings would mix two measurements in one file: refused, naming the flag.
     with pytest.raises(SystemExit, match="--lr"):
         learning.main([*args, "--lr", "0.5"])
