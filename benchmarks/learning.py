@@ -299,10 +299,18 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, Any]]:
     parser.add_argument("--max-new-tokens", type=int, default=16)
     parser.add_argument("--eval-tasks", type=int, default=64, help="validation tasks of the curves")
     parser.add_argument("--eval-every", type=int, default=6, help="0: only before and after")
-    parser.add_argument("--eval-split", choices=["validation"], default="validation",
-                        help="the curves play the validation slice; the test tasks give the numbers")  # fmt: skip
-    parser.add_argument("--test-tasks", type=int, default=envs.splits.HEADLINE_TEST_TASKS,
-                        help="held-out test tasks (the protocol's block) before and after each run")  # fmt: skip
+    parser.add_argument(
+        "--eval-split",
+        choices=["validation"],
+        default="validation",
+        help="the curves play the validation slice; the test tasks give the numbers",
+    )
+    parser.add_argument(
+        "--test-tasks",
+        type=int,
+        default=envs.splits.HEADLINE_TEST_TASKS,
+        help="held-out test tasks (the protocol's block) before and after each run",
+    )
     parser.add_argument("--response-prefix", default="<answer>")
     parser.add_argument("--output-dir", default="runs/learning-benchmark")
     parser.add_argument("--run-name", default=None, help="default: the env's name; a rerun resumes it")
@@ -381,7 +389,8 @@ def _resume_record(path: Path, args: argparse.Namespace) -> dict[str, Any]:
             flag = "--" + key.replace("_", "-")
             raise SystemExit(
                 f"python -m benchmarks.learning: {path} was measured with {flag} {recorded[key]!r}, not "
-                f"{getattr(args, key)!r}: pass the same value to finish it, or --results/--run-name for a new one"
+                f"{getattr(args, key)!r}: pass the same value to finish it, or --results/--run-name "
+                "for a new one"
             )
     record.setdefault("initial", {})
     return record

@@ -387,7 +387,8 @@ def _train(
                 progress.show(f"{train_text} | {eval_text}")
                 last = step == config.steps
                 if last or (config.eval_every and step % config.eval_every == 0):
-                    progress.phase(f"step {step}: evaluating on {config.eval_tasks} {config.eval_split} tasks")
+                    where = f"{config.eval_tasks} {config.eval_split} tasks"
+                    progress.phase(f"step {step}: evaluating on {where}")
                     after = _evaluate(config, runtime, logger, step)  # also redraws the plots
                     eval_text = _eval_line(step, after, config.eval_split)
                     progress.show(f"{train_text} | {eval_text}")

@@ -575,7 +575,8 @@ def resolve_config(config: TrainConfig) -> TrainConfig:
     }
     updates["env_kwargs"] = {**preset["env_kwargs"], **config.env_kwargs}
     if config.test_tasks is None:
-        updates["test_tasks"] = config.eval_tasks if config.eval_tasks is not None else env_values["eval_tasks"]
+        eval_tasks = config.eval_tasks if config.eval_tasks is not None else env_values["eval_tasks"]
+        updates["test_tasks"] = eval_tasks
     if config.lr is None:
         # From a warm start the policy is already good and a large step undoes it: 1e-4 was
         # picked on the validation slice from the default warm start (README, Results).

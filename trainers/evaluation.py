@@ -126,7 +126,8 @@ def check_eval_tasks(tasks: Sequence[TaskKey], *, validation: bool = False) -> N
     """
     for task in tasks:
         seed_split = envs.split_of(task.seed) if isinstance(task.seed, int) and task.seed >= 0 else None
-        if validation and task.split == "train" and seed_split == "train" and envs.is_validation_seed(task.seed):
+        in_slice = task.split == "train" and seed_split == "train" and envs.is_validation_seed(task.seed)
+        if validation and in_slice:
             continue
         if task.split != "test" or seed_split != "test":
             raise ValueError(

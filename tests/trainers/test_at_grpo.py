@@ -273,7 +273,8 @@ def test_eval_split_test_puts_the_curve_on_the_held_out_block_and_plays_no_extra
     args = tiny_args(tmp_path, "--steps", "1", "--eval-split", "test", "--no-plots", "--no-tensorboard")
     assert main(args) == 0
     run = tmp_path / "run"
-    played = [json.loads(line)["task"]["seed"] for line in (run / "episodes" / "eval_step_000001.jsonl").open()]
+    episodes = run / "episodes" / "eval_step_000001.jsonl"
+    played = [json.loads(line)["task"]["seed"] for line in episodes.open()]
     assert played == envs.heldout_seeds(4)
     assert not (run / "test.jsonl").exists()  # the in-run evaluations are the test number
 

@@ -359,7 +359,9 @@ def test_validation_tasks_are_train_seeds_no_trainer_draws():
 
 
 def test_in_run_evaluations_play_the_validation_slice_and_the_test_number_the_held_out_block(tmp_path):
-    config = _one_token_config(tmp_path, steps=1, eval_tasks=2, test_tasks=3, transcripts=2, teams=("mas", "single"))
+    config = _one_token_config(
+        tmp_path, steps=1, eval_tasks=2, test_tasks=3, transcripts=2, teams=("mas", "single")
+    )
     run = train_sft(config)
     transcript = (run.run_dir / "transcripts" / "eval_step_000001.md").read_text()
     for task in validation_tasks(ONE_TOKEN_ID, 2):
