@@ -213,12 +213,23 @@ def train_step(
         "tokens_per_s": stats["generated_tokens"] / max(stats["time/generate"], 1e-9),
         "time/generate": stats["time/generate"],
         "time/env": stats["time/env"],
+        **_sandbox_metrics(stats),
         "time/advantages": learner_start - advantage_start,
         "time/learner": sync_start - learner_start,
         **({"time/sync": sync_seconds} if runtime.serves_copies else {}),
         "time/step": done - started,
     }
     return metrics, batch.episodes
+
+
+def _sandbox_metrics(stats: dict[str, float]) -> dict[str, float]:
+    """Programs the rollout ran in the sandbox (a tool team's turns) and how many per second of
+    the wall time those runs took; nothing for envs that run none."""
+    runs = stats.get("sandbox_runs", 0.0)
+    if not runs:
+        return {}
+    seconds = stats.get("time/sandbox", 0.0)
+    return {"sandbox_runs": runs, "time/sandbox": seconds, "sandbox_runs_per_s": runs / max(seconds, 1e-9)}
 
 
 # ---------------------------------------------------------------------------- the run

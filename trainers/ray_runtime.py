@@ -91,6 +91,8 @@ def merge_batches(request: RolloutRequest, batches: Sequence[RolloutBatch], seco
         "time/rollout": seconds,
         "generated_tokens": float(sum(b.stats.get("generated_tokens", 0.0) for b in batches)),
         "generate_calls": float(sum(b.stats.get("generate_calls", 0.0) for b in batches)),
+        "sandbox_runs": float(sum(b.stats.get("sandbox_runs", 0.0) for b in batches)),
+        "time/sandbox": max((b.stats.get("time/sandbox", 0.0) for b in batches), default=0.0),
     }
     return RolloutBatch(samples=tuple(samples), episodes=tuple(episodes), stats=stats)
 

@@ -46,6 +46,7 @@ import envs
 from agents.base import Generation, SamplingParams
 from agents.team import Team
 from envs.core import role_of
+from envs.sandbox.memo import prefetch
 from envs.splits import is_validation_seed
 from trainers.errors import ConfigError
 from trainers.records import Episode, RolloutBatch, TaskKey, Turn
@@ -211,13 +212,16 @@ class _Path:
 
 class _Clock:
     """Where a rollout's time goes: ``generate`` calls vs everything else (env steps,
-    clones, prompts), and how many tokens were generated."""
+    clones, prompts), how many tokens were generated, and the sandbox runs prefetched for
+    envs whose turns run programs (their wall time is part of ``time/env``)."""
 
     def __init__(self) -> None:
         self.start = time.perf_counter()
         self.generate_seconds = 0.0
         self.generated_tokens = 0
         self.generate_calls = 0
+        self.sandbox_seconds = 0.0
+        self.sandbox_runs = 0
 
     def stats(self) -> dict[str, float]:
         total = time.perf_counter() - self.start
@@ -227,6 +231,8 @@ class _Clock:
             "time/rollout": total,
             "generated_tokens": float(self.generated_tokens),
             "generate_calls": float(self.generate_calls),
+            "time/sandbox": self.sandbox_seconds,
+            "sandbox_runs": float(self.sandbox_runs),
         }
 
 
@@ -272,6 +278,25 @@ def _generate_for(
         for position, group in zip(positions, groups, strict=True):
             out[position] = group
     return out
+
+
+def _prefetch_programs(
+    paths: Sequence[_Path], generations: dict[int, list[Generation]], team: Team, clock: _Clock
+) -> None:
+    """Start, all at once, the sandbox runs this turn's responses will make (every candidate of
+    every live task), for envs that say which (``sandbox_jobs(agent, replies)``, e.g. a planning
+    env's tool team); the env steps then reuse the results (``envs.sandbox.memo``)."""
+    jobs = []
+    for position, path in enumerate(paths):
+        hook = getattr(path.env, "sandbox_jobs", None)
+        if hook is not None:
+            agent = path.env.agent_selection
+            prefix = team.binding(agent).response_prefix
+            jobs += hook(agent, [prefix + generation.text for generation in generations[position]])
+    if jobs:
+        started = time.perf_counter()
+        clock.sandbox_runs += prefetch(jobs)
+        clock.sandbox_seconds += time.perf_counter() - started
 
 
 @dataclass(frozen=True)
@@ -412,6 +437,7 @@ def tree_rollout(
     samples: list[Turn] = []
     while live := [path for path in paths if not path.done]:
         generations = _generate_for(live, team, num_candidates, sampling, clock)
+        _prefetch_programs(live, generations, team, clock)
         for position, path in enumerate(live):
             node, branches = _node(path, team), []
             for k, generation in enumerate(generations[position]):
@@ -448,6 +474,7 @@ def plain_rollout(
     paths = _start_paths(tasks, episodes_per_task, team, env_kwargs, seed)
     while live := [path for path in paths if not path.done]:
         generations = _generate_for(live, team, 1, sampling, clock)
+        _prefetch_programs(live, generations, team, clock)
         for position, path in enumerate(live):
             node = _node(path, team)
             turn = _play(path, node, path.env, generations[position][0], candidate=0, selected=True)

@@ -8,6 +8,15 @@ A planning env wraps a pure puzzle (``game.py``: rules only, no text) and a gram
   moves that are applied. Turn order: planner, executor, planner, ...
 * ``single``: ``solver_0`` reads the state and commits moves itself (the single-agent
   baseline).
+* ``tool``: ``tool_0`` writes a Python program in a ```python block; it runs in
+  ``envs.sandbox`` with the board on standard input, exactly as the prompt shows it (the
+  rendered grid with its row and column numbers), and the last line it prints is read as a
+  move list in the answer grammar. The env simulates those moves on a copy of the state (all
+  of them, not only ``max_moves_per_turn``) and tells both agents what they did. ``plan_0``
+  sees the program, its output and that simulation, and commits the moves that are applied
+  (it may copy the tool's moves or write others). Turn order: tool, plan, tool, ... Each
+  env's ``tool_program.py`` is a reference program (a search that solves any board), the
+  tool oracle's answer.
 
 Every response must put its moves inside ``<answer>...</answer>``. Rewards
 (``reward = alpha * team + local``):
@@ -22,9 +31,23 @@ Every response must put its moves inside ``<answer>...</answer>``. Rewards
 ``local/plan_progress``     planner only: Phi after simulating the plan on a copy of
                             the state minus Phi now (the real state is untouched).
 ``local/plan_solves``       planner only: ``plan_bonus`` if the simulated plan solves.
-``local/invalid``           ``-invalid_penalty``: no ``<answer>`` block, an unreadable
-                            move, or an illegal move (moves before it still count).
+``local/tool_progress``     tool only: Phi after simulating the program's printed moves
+                            on a copy of the state minus Phi now.
+``local/tool_solves``       tool only: ``plan_bonus`` if those moves solve.
+``local/exec_error``        tool only, ``-exec_error_penalty``: the program raised, ran out
+                            of memory, processes or output, or was killed.
+``local/timeout``           tool only, ``-exec_error_penalty``: it ran past
+                            ``sandbox_timeout_s``.
+``local/no_output``         tool only, ``-exec_error_penalty``: it printed nothing, or a
+                            last line that is not a move list.
+``local/invalid``           ``-invalid_penalty``: no ``<answer>`` block (no code block for
+                            the tool), an unreadable move, or an illegal move (moves
+                            before it still count; for the tool, a simulated one).
 ==========================  =====================================================
+
+Team terms go to every agent (``alpha`` times), so in the tool team the tool agent is paid
+for what its simulated moves achieve (local) and both share what the plan agent's executed
+moves achieve (team).
 
 At most ``max_moves_per_turn`` moves are read from one answer; the rest are ignored (said
 in the feedback, not penalised).
@@ -37,12 +60,16 @@ import inspect
 import warnings
 from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
 import numpy as np
 
 from envs.core import StepOutcome, TextAECEnv, TrainingPreset, role_of, to_ascii
 from envs.parsing import extract_answer
+from envs.planning import tool_runs
+from envs.sandbox import SandboxJob, SandboxLimits
+from envs.sandbox.memo import run_remembered
 from envs.splits import generate_in_split
 
 __all__ = ["Puzzle", "PlanningLevel", "PlanningGame", "PlanningEnv", "PROMPT_STYLES"]
@@ -99,6 +126,9 @@ class PlanningGame:
             the env has only the verbose one).
         min_moves: ``(params) -> int``: fewest moves any level of these params needs (``None``:
             unknown); a horizon shorter than that is a configuration no team can win.
+        tool_instructions: ``(role) -> (rules, job)`` of the tool team's prompts (roles
+            ``tool`` and ``plan``; ``None``: the env has no tool team).
+        tool_program: The reference program of the tool team (the tool oracle's answer).
     """
 
     presets: Mapping[str, Any]
@@ -109,13 +139,17 @@ class PlanningGame:
     instructions: Callable[[str, int], str]
     brief_instructions: Callable[[str], tuple[str, str]] | None = None
     min_moves: Callable[[Any], int] | None = None
+    tool_instructions: Callable[[str], tuple[str, str]] | None = None
+    tool_program: str | None = None
 
     @classmethod
     def from_modules(cls, levels: Any, game: Any, prompts: Any) -> PlanningGame:
         """The game a planning env's package defines by convention: ``levels.PRESETS`` and
         ``levels.generate_level``, ``game.solve``, and ``prompts.parse_moves``,
-        ``format_moves``, ``instructions`` (and ``brief_instructions`` and ``levels.min_moves``
-        if they have them)."""
+        ``format_moves``, ``instructions`` (and ``brief_instructions``, ``tool_instructions``
+        and ``levels.min_moves`` if they have them), and the package's ``tool_program.py`` (read
+        as text, never imported) if there is one."""
+        program = Path(game.__file__).with_name("tool_program.py")
         return cls(
             presets=levels.PRESETS,
             generate_level=levels.generate_level,
@@ -125,6 +159,8 @@ class PlanningGame:
             instructions=prompts.instructions,
             brief_instructions=getattr(prompts, "brief_instructions", None),
             min_moves=getattr(levels, "min_moves", None),
+            tool_instructions=getattr(prompts, "tool_instructions", None),
+            tool_program=program.read_text() if program.exists() else None,
         )
 
 
@@ -138,7 +174,9 @@ class PlanningEnv(TextAECEnv):
         **sizes: Overrides of the preset's params fields (e.g. ``height=7``; ``None`` keeps
             the preset's).
         max_moves_per_turn: Moves read from one answer (default per env).
-        success_bonus, optimality_bonus, plan_bonus: Reward sizes (module docstring).
+        success_bonus, optimality_bonus, plan_bonus, exec_error_penalty: Reward sizes
+            (module docstring).
+        sandbox_timeout_s: Wall-clock limit of one tool program (``team="tool"``).
         prompt_style: ``"verbose"`` (the -v0 prompts: rules, grammar with an example, the
             role's job) or ``"brief"`` (the -v1 prompts: one line of rules, the grid, the
             legal moves and the role's job, about half the tokens).
@@ -153,6 +191,7 @@ class PlanningEnv(TextAECEnv):
     TEAMS: ClassVar[dict[str, tuple[str, ...]]] = {
         "mas": ("planner", "executor"),
         "single": ("solver",),
+        "tool": ("tool", "plan"),
     }
     CLONE_SHARED_ATTRS: ClassVar[tuple[str, ...]] = ("spec", "level")
     DEFAULT_MAX_MOVES_PER_TURN: ClassVar[int] = 10
@@ -171,6 +210,8 @@ class PlanningEnv(TextAECEnv):
         success_bonus: float = 1.0,
         optimality_bonus: float = 0.5,
         plan_bonus: float = 0.5,
+        exec_error_penalty: float = 0.5,
+        sandbox_timeout_s: float = 5.0,
         prompt_style: str = "verbose",
         **kwargs: Any,
     ) -> None:
@@ -204,6 +245,14 @@ class PlanningEnv(TextAECEnv):
         self.success_bonus = float(success_bonus)
         self.optimality_bonus = float(optimality_bonus)
         self.plan_bonus = float(plan_bonus)
+        if self.team == "tool" and self.GAME.tool_program is None:
+            raise ValueError(f"{name}: has no tool team yet (no tool_program.py); use team='mas' or 'single'")
+        if exec_error_penalty < 0:
+            raise ValueError(
+                f"{name}: exec_error_penalty is a size, use a value >= 0 (got {exec_error_penalty})"
+            )
+        self.exec_error_penalty = float(exec_error_penalty)
+        self.sandbox_limits = SandboxLimits(timeout_s=sandbox_timeout_s)
 
     def _check_horizon(self, name: str) -> None:
         """Warn, once at construction, when no level of these sizes fits an episode.
@@ -238,17 +287,27 @@ class PlanningEnv(TextAECEnv):
         self.level = generate_in_split(task_seed, self._generate_level, lambda lv: lv.fingerprint)
         self.puzzle = self.level.puzzle.copy()
         self.moves_made = 0
+        # tool team: the latest program run as the agents are told it (program, what it
+        # printed or why it failed, the simulation), and the moves it printed if readable
+        self.tool_report: tuple[str, str, str] | None = None
+        self.tool_moves: list[Any] | None = None
 
     def _state_key(self) -> Hashable:
+        if self.team == "tool":  # the plan agent's view includes the tool's run
+            return self.puzzle.key(), self.tool_report[1:] if self.tool_report else None
         return self.puzzle.key()
 
     def _render_text(self) -> str:
         return self.puzzle.render()
 
     def _legal_moves(self, agent: str) -> list[str]:
+        if role_of(agent) == "tool":
+            return []  # a program, not a move
         return [self._format_moves([move]) for move in self.puzzle.legal_moves()]
 
     def _prompt(self, agent: str) -> str:
+        if self.team == "tool":
+            return self._tool_team_prompt(agent)
         if self.prompt_style == "brief":
             return self._brief_prompt(agent)
         role = role_of(agent)
@@ -281,7 +340,32 @@ class PlanningEnv(TextAECEnv):
         parts.append(f"{job} Answer as <answer>moves</answer>, at most {self.max_moves_per_turn} moves.")
         return "\n".join(parts)
 
+    def _tool_team_prompt(self, agent: str) -> str:
+        """Rules, the board (what the program reads), the legal moves and the tool's run (plan
+        agent), the last feedback, then the role's job last. One style: the tool team is newer
+        than the verbose prompts and uses no example answer to copy."""
+        role = role_of(agent)
+        rules, job = self.GAME.tool_instructions(role)
+        parts = [rules, "Current state:", self.puzzle.render()]
+        if role == "plan":
+            parts.append(self._legal_moves_text(agent))
+            if self.tool_report is None:
+                parts.append("The tool agent wrote no program.")
+            else:
+                program, shown, simulation = self.tool_report
+                parts += ["The tool agent's program:", "```python", program, "```", shown]
+                parts += [simulation] if simulation else []
+        if feedback := self.feedback_line(agent):
+            parts.append(feedback)
+        if role == "tool":
+            parts.append(f"{job} Answer with a ```python block.")
+        else:
+            parts.append(f"{job} Answer as <answer>moves</answer>, at most {self.max_moves_per_turn} moves.")
+        return "\n".join(parts)
+
     def _act(self, agent: str, text: str) -> StepOutcome:
+        if role_of(agent) == "tool":
+            return self._tool_turn(text)
         answer = extract_answer(text)
         if answer is None:
             return StepOutcome(invalid=True, feedback="No <answer>...</answer> block found.")
@@ -293,18 +377,20 @@ class PlanningEnv(TextAECEnv):
         return self._execute(moves)
 
     # ------------------------------------------------------------- rules of the protocol
-    def _run(self, puzzle: Any, moves: list[Any]) -> tuple[int, str | None, int]:
-        """Apply up to ``max_moves_per_turn`` moves; stop at the first illegal one or when
-        solved. Returns (moves applied, reason of the illegal move or None, moves ignored)."""
+    def _run(self, puzzle: Any, moves: list[Any], limit: int | None = None) -> tuple[int, str | None, int]:
+        """Apply up to ``limit`` (default ``max_moves_per_turn``) moves; stop at the first
+        illegal one or when solved. Returns (moves applied, reason of the illegal move or None,
+        moves ignored)."""
+        limit = self.max_moves_per_turn if limit is None else limit
         applied = 0
-        for move in moves[: self.max_moves_per_turn]:
+        for move in moves[:limit]:
             if puzzle.is_solved():
                 break
             reason = puzzle.apply(move)
             if reason is not None:
                 return applied, f"move {applied + 1} ({self._format_moves([move])}) is illegal: {reason}", 0
             applied += 1
-        return applied, None, max(0, len(moves) - self.max_moves_per_turn)
+        return applied, None, max(0, len(moves) - limit)
 
     def _score_plan(self, moves: list[Any]) -> StepOutcome:
         simulated = self.puzzle.copy()
@@ -341,6 +427,49 @@ class PlanningEnv(TextAECEnv):
             team=team, invalid=illegal is not None, terminated=solved, success=solved, feedback=feedback
         )
 
+    def _tool_turn(self, text: str) -> StepOutcome:
+        """Run the reply's program on the board, simulate every move it printed on a copy."""
+        job = tool_runs.job_for_reply(text, self.puzzle.render(), self.sandbox_limits)
+        self.tool_moves = None
+        if job is None:
+            self.tool_report = None
+            return StepOutcome(invalid=True, feedback="No ```python code block found.")
+        run = tool_runs.read_run(run_remembered(job), self.sandbox_limits)
+        program = to_ascii(job.code, max_chars=tool_runs.MAX_PROGRAM_CHARS)
+        moves, error = self._parse_moves(run.printed) if run.failure is None else ([], None)
+        failure, shown = run.failure, run.shown
+        if failure is None and error is not None:
+            failure, shown = "no_output", f"its last line is not a move list ({error}): {run.shown}"
+        if failure is not None:
+            self.tool_report = (program, f"It failed: {shown}.", "")
+            penalty = {failure: -self.exec_error_penalty}
+            return StepOutcome(local=penalty, feedback=f"Your program failed: {shown}.")
+        simulated = self.puzzle.copy()
+        applied, illegal, _ = self._run(simulated, moves, limit=len(moves))
+        local = {"tool_progress": simulated.potential() - self.puzzle.potential()}
+        if simulated.is_solved():
+            local["tool_solves"] = self.plan_bonus
+        simulation = f"Simulated from this state: the first {applied} of its {len(moves)} move(s) are legal"
+        simulation += "; they solve the puzzle." if simulated.is_solved() else "; they do not solve it."
+        if illegal:
+            simulation += f" But {illegal}."
+        self.tool_moves = moves
+        self.tool_report = (program, f"It printed: {shown}", simulation)
+        return StepOutcome(
+            local=local, invalid=illegal is not None, feedback=f"Your program printed: {shown}. {simulation}"
+        )
+
+    def sandbox_jobs(self, agent: str, replies: list[str]) -> list[SandboxJob]:
+        """The sandbox runs that stepping ``agent`` with each of ``replies`` would make. A
+        rollout hands those of a whole turn (K candidates x tasks) to
+        ``envs.sandbox.memo.prefetch``, which runs them concurrently; the steps then reuse the
+        results."""
+        if self.team != "tool" or role_of(agent) != "tool":
+            return []
+        board, limits = self.puzzle.render(), self.sandbox_limits
+        jobs = (tool_runs.job_for_reply(self._action_text(r) or "", board, limits) for r in replies)
+        return [job for job in jobs if job is not None]
+
     def _legal_moves_text(self, agent: str) -> str:
         """The prompt line listing legal moves (override for a compact form)."""
         legal = self._legal_moves(agent)
@@ -364,6 +493,17 @@ class PlanningEnv(TextAECEnv):
         """The response an oracle ``agent`` gives now: the next optimal moves (at most
         ``max_moves_per_turn``) in the grammar, inside answer tags. From a state with no
         solution it answers an empty block (an invalid action): the oracle never gets
-        there by itself, since it only plays optimal moves."""
+        there by itself, since it only plays optimal moves.
+
+        Tool team: the tool oracle answers the env's reference program (``tool_program.py``);
+        the plan oracle commits the tool's printed moves when they solve the puzzle (they
+        need not be optimal), else the solver's."""
+        if role_of(agent) == "tool":
+            return f"```python\n{self.GAME.tool_program}```"
         moves = self.solution() or []
+        if role_of(agent) == "plan" and self.tool_moves:
+            simulated = self.puzzle.copy()
+            _, illegal, _ = self._run(simulated, self.tool_moves, limit=len(self.tool_moves))
+            if illegal is None and simulated.is_solved():
+                moves = self.tool_moves
         return f"<answer>{self._format_moves(moves[: self.max_moves_per_turn])}</answer>"

@@ -373,3 +373,56 @@ def test_env_arguments_the_env_refuses_are_config_errors_naming_them():
     with pytest.raises(ValueError) as info:
         EnvSetup("sokoban", "mas", {"difficulty": "bogus"}).make_checked({})
     assert not isinstance(info.value, ConfigError)
+
+
+class ProgramMenuPolicy:
+    """A tool team's stand-in: the tool answers one of a few programs (the reference search, a
+    guess, a crash, none), the plan agent a legal move or the oracle's answer, drawn per sample
+    from the prompt's seed, so K candidates differ."""
+
+    name = "program-menu"
+    PROGRAMS = ('print("U")', 'print("R R")', "raise ValueError", None, "reference")
+
+    def generate(self, prompts, *, num_samples=1, sampling=None, adapter=None):
+        out = []
+        for prompt in prompts:
+            rng = np.random.default_rng(prompt.seed)
+            env, agent = prompt.env, prompt.agent
+            group = []
+            for _ in range(num_samples):
+                text = env.oracle_response(agent)  # the reference program, or the plan oracle
+                program = self.PROGRAMS[int(rng.integers(len(self.PROGRAMS)))]
+                if agent == "tool_0" and program != "reference":
+                    text = f"```python\n{program}\n```" if program else "BFS!"
+                elif agent == "plan_0" and rng.random() < 0.5:
+                    text = f"<answer>{rng.choice(env.infos[agent]['legal_moves'])}</answer>"
+                group.append(Generation(text, (), (), (), "stop"))
+            out.append(group)
+        return out
+
+
+def test_tool_team_tree_rollouts_keep_the_invariants_and_run_each_program_once():
+    env = envs.make("plan_path", team="tool")
+    team = Team.shared(env, ProgramMenuPolicy())
+    batch = tree_rollout(
+        tasks("plan_path-v0", 3), team, num_candidates=K, sampling=SamplingParams(), seed=2,
+        env_kwargs={"team": "tool"},
+    )  # fmt: skip
+    groups = node_groups(batch)
+    for members in groups.values():
+        assert len(members) == K and len({m.prompt for m in members}) == 1
+        assert sum(m.selected for m in members) == 1
+    assert sum(len(e.turns) for e in batch.episodes) == len(groups)
+    tool_samples = [t for t in batch.samples if t.agent == "tool_0"]
+    assert {t.role for t in batch.samples} == {"tool", "plan"}
+    assert len({t.reward for t in tool_samples}) > 1  # the tool's candidates are told apart
+    assert 0 < batch.stats["sandbox_runs"] <= len(tool_samples)
+    # every candidate acted on the env it observed: replay the selected path up to it
+    paths = {(e.task, e.index): e.turns for e in batch.episodes}
+    for turn in batch.samples:
+        replay = make_task_env(turn.task, {"team": "tool"})
+        for executed in paths[(turn.task, turn.episode)][: len(turn.tree_node)]:
+            replay.step(executed.response)
+        assert replay.observe(turn.agent)["prompt"] == turn.prompt
+        replay.step(turn.response)
+        assert replay.infos[turn.agent]["reward_terms"] == turn.reward_terms

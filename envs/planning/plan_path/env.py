@@ -1,8 +1,12 @@
 """Plan-Path: a planner and an executor walk a grid from the start to the goal.
 
 Roles (``team="mas"``): ``planner_0`` proposes the route, ``executor_0`` commits the
-moves; ``team="single"``: ``solver_0`` does both. Protocol and reward terms:
-``envs.planning.base``.
+moves; ``team="single"``: ``solver_0`` does both; ``team="tool"``: ``tool_0`` writes a
+Python program that reads the grid from standard input, exactly as the prompt shows it
+(a column-number line, then per row its number and its cells), and prints the moves on its
+last line (e.g. ``R R D``); ``plan_0`` sees the program, its output and their simulation
+and commits the moves (``tool_program.py``: a breadth-first search, the reference).
+Protocol and reward terms: ``envs.planning.base``.
 
 * Observation: rules, the grid (``A`` walker, ``G`` goal, ``#`` wall, ``.`` free, with
   row/column numbers), legal moves, the planner's message (executor), feedback.
@@ -16,7 +20,8 @@ moves; ``team="single"``: ``solver_0`` does both. Protocol and reward terms:
 * Invalid actions: no answer block, an unknown move, walking into a wall or off the grid.
 
 Version history: v0 - first release; v1 - brief prompts (``prompt_style="brief"``),
-about half the tokens, no example answer to copy. Rules and rewards unchanged.
+about half the tokens, no example answer to copy. Rules and rewards unchanged. Both
+versions gained ``team="tool"`` later; the other teams' prompts and rewards did not change.
 """
 
 from __future__ import annotations

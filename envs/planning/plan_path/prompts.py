@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from envs.parsing import split_items
+from envs.planning.tool_runs import role_job
 
-__all__ = ["instructions", "brief_instructions", "parse_moves", "format_moves"]
+__all__ = ["instructions", "brief_instructions", "tool_instructions", "parse_moves", "format_moves"]
 
 RULES = (
     "Plan-Path: move the walker A to the goal G on the grid. '#' is a wall, '.' is free. "
@@ -50,6 +51,11 @@ def instructions(role: str, max_moves: int) -> str:
 def brief_instructions(role: str) -> tuple[str, str]:
     """(rules before the grid, the role's job after it) of the brief prompt."""
     return BRIEF_RULES, BRIEF_JOBS[role]
+
+
+def tool_instructions(role: str) -> tuple[str, str]:
+    """(rules before the grid, the role's job after it) of the tool team's prompts."""
+    return BRIEF_RULES, role_job(role, "every move from A to G", "R R D")
 
 
 def parse_moves(answer: str) -> tuple[list[str], str | None]:

@@ -1,9 +1,15 @@
 """Sokoban: a planner and an executor push every box onto a target.
 
 Roles (``team="mas"``): ``planner_0`` proposes the moves, ``executor_0`` commits them;
-``team="single"``: ``solver_0`` does both. Protocol and reward terms:
-``envs.planning.base`` (``team/progress``, ``team/success``, ``team/optimality``,
-``local/plan_progress``, ``local/plan_solves``, ``local/invalid``).
+``team="single"``: ``solver_0`` does both; ``team="tool"``: ``tool_0`` writes a Python
+program that reads the grid from standard input, exactly as the prompt shows it (a
+column-number line, then per row its number and its cells), and prints the moves on its
+last line (e.g. ``U R R D``); ``plan_0`` sees the program, its output and their simulation
+and commits the moves (``tool_program.py``: a breadth-first search over player and box
+positions, the reference). Protocol and reward terms: ``envs.planning.base``
+(``team/progress``, ``team/success``, ``team/optimality``, ``local/plan_progress``,
+``local/plan_solves``, the tool team's ``local/tool_*`` and program penalties,
+``local/invalid``).
 
 * Observation: rules and legend, the grid with row/column numbers (``#`` wall, ``_``
   floor, ``.`` target, ``$`` box, ``*`` box on a target, ``@`` player, ``+`` player on a
@@ -34,7 +40,8 @@ Roles (``team="mas"``): ``planner_0`` proposes the moves, ``executor_0`` commits
   truncation, and ``solution()`` returns ``None``.
 
 Version history: v0 - first release; v1 - brief prompts (``prompt_style="brief"``),
-about half the tokens, no example answer to copy. Rules and rewards unchanged.
+about half the tokens, no example answer to copy. Rules and rewards unchanged. Both
+versions gained ``team="tool"`` later; the other teams' prompts and rewards did not change.
 """
 
 from __future__ import annotations

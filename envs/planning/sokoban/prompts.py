@@ -5,8 +5,9 @@ from __future__ import annotations
 import re
 
 from envs.parsing import split_items
+from envs.planning.tool_runs import role_job
 
-__all__ = ["instructions", "brief_instructions", "parse_moves", "format_moves", "LEGEND"]
+__all__ = ["instructions", "brief_instructions", "tool_instructions", "parse_moves", "format_moves", "LEGEND"]
 
 LEGEND = (
     "'#' wall, '_' floor, '.' target, '$' box, '*' box on a target, '@' you (the player), "
@@ -65,6 +66,11 @@ def instructions(role: str, max_moves: int) -> str:
 def brief_instructions(role: str) -> tuple[str, str]:
     """(rules before the grid, the role's job after it) of the brief prompt."""
     return BRIEF_RULES, BRIEF_JOBS[role]
+
+
+def tool_instructions(role: str) -> tuple[str, str]:
+    """(rules before the grid, the role's job after it) of the tool team's prompts."""
+    return BRIEF_RULES, role_job(role, "the moves that put every box on a target", "U R R D")
 
 
 def parse_moves(answer: str) -> tuple[list[str], str | None]:

@@ -1,8 +1,13 @@
 """Sudoku: a planner and an executor fill a 4x4 or 9x9 Sudoku grid.
 
 Roles (``team="mas"``): ``planner_0`` proposes fills with a short rationale,
-``executor_0`` commits the fills; ``team="single"``: ``solver_0`` does both. Protocol and
-reward terms: ``envs.planning.base``.
+``executor_0`` commits the fills; ``team="single"``: ``solver_0`` does both;
+``team="tool"``: ``tool_0`` writes a Python program that reads the grid from standard
+input, exactly as the prompt shows it (the number line, ``+--`` rules, and per row its
+number and cells between ``|``), and prints the fills on its last line (e.g.
+``r1c2=3, r4c4=1``); ``plan_0`` sees the program, its output and their simulation and
+commits the fills (``tool_program.py``: backtracking, the reference). Protocol and reward
+terms: ``envs.planning.base``.
 
 * Observation: rules, the grid (1-based row/column numbers, ``.`` empty, ``|`` and ``-``
   between boxes), a compact line of each empty cell's allowed digits (and of the cells
@@ -26,7 +31,8 @@ reward terms: ``envs.planning.base``.
   out of range, changing a clue, or a digit already in the row, column or box (the fills
   before the illegal one still count).
 
-Version history: v0 - first release.
+Version history: v0 - first release (``team="tool"`` added later; the other teams'
+prompts and rewards did not change).
 """
 
 from __future__ import annotations

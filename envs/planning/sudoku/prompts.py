@@ -12,8 +12,9 @@ from __future__ import annotations
 import re
 
 from envs.planning.sudoku.game import Move
+from envs.planning.tool_runs import role_job
 
-__all__ = ["instructions", "parse_moves", "format_moves"]
+__all__ = ["instructions", "tool_instructions", "parse_moves", "format_moves"]
 
 RULES = (
     "Sudoku: fill every empty cell '.' of the grid with a digit so that each row, each "
@@ -38,6 +39,13 @@ ROLE_JOBS = {
     "solver": "You solve the task alone. Think briefly, then commit the fills to make now.",
 }
 
+# The tool team's rules (before the grid): what a program needs to read the board and write fills.
+TOOL_RULES = (
+    "Sudoku: fill every empty cell '.' so that each row, each column and each box (between the '|' "
+    "and '-' lines) holds every digit once: 1-4 on a 4x4 grid, 1-9 on a 9x9 grid. Rows and columns "
+    "are numbered from 1; a fill is r<row>c<column>=<digit>."
+)
+
 # Numbers are bounded so that int() never sees a huge string; every quantifier is
 # separated by a literal, so a failing match is linear in the text it scans.
 _FILL = re.compile(
@@ -50,6 +58,11 @@ _ITEM_END = re.compile(r"[,;\n]")
 
 def instructions(role: str, max_moves: int) -> str:
     return f"{ROLE_JOBS[role]}\n{RULES}\n{GRAMMAR} At most {max_moves} fills per answer are read."
+
+
+def tool_instructions(role: str) -> tuple[str, str]:
+    """(rules before the grid, the role's job after it) of the tool team's prompts."""
+    return TOOL_RULES, role_job(role, "the fills of every empty cell", "r1c2=3, r4c4=1")
 
 
 def parse_moves(answer: str) -> tuple[list[Move], str | None]:
