@@ -495,11 +495,12 @@ class PlanningEnv(TextAECEnv):
         solution it answers an empty block (an invalid action): the oracle never gets
         there by itself, since it only plays optimal moves.
 
-        Tool team: the tool oracle answers the env's reference program (``tool_program.py``);
+        Tool team: the tool oracle answers the env's reference program (``tool_program.py``) in
+        a python block inside answer tags (the trainer's default reply prefix is ``<answer>``);
         the plan oracle commits the tool's printed moves when they solve the puzzle (they
         need not be optimal), else the solver's."""
         if role_of(agent) == "tool":
-            return f"```python\n{self.GAME.tool_program}```"
+            return f"<answer>\n```python\n{self.GAME.tool_program}```\n</answer>"
         moves = self.solution() or []
         if role_of(agent) == "plan" and self.tool_moves:
             simulated = self.puzzle.copy()

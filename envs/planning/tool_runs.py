@@ -64,7 +64,7 @@ def read_run(result: ExecResult, limits: SandboxLimits) -> ProgramRun:
         return ProgramRun("", "timeout", f"it ran past the time limit of {limits.timeout_s:g} s")
     if not result.ok:
         tail = "\n".join(result.stderr.strip().splitlines()[-3:])
-        shown = f"it failed ({result.reason}). {tail}".strip()
+        shown = f"{result.reason}: {tail}" if tail else result.reason
         return ProgramRun("", "exec_error", to_ascii(shown, max_chars=MAX_SHOWN_OUTPUT_CHARS))
     lines = [line.strip() for line in result.stdout.splitlines() if line.strip()]
     if not lines:

@@ -1,23 +1,14 @@
 import sys
-from collections import deque
 
-rows = [line.split()[1] for line in sys.stdin.read().splitlines()[1:]]
-cells = {(r, c): x for r, row in enumerate(rows) for c, x in enumerate(row)}
-start = next(cell for cell, x in cells.items() if x == "A")
-steps = {"U": (-1, 0), "D": (1, 0), "L": (0, -1), "R": (0, 1)}
-came = {start: None}
-queue = deque([start])
-while queue:
-    cell = queue.popleft()
-    if cells[cell] == "G":
+grid = [line.split()[1] for line in sys.stdin.read().splitlines()[1:]]
+queue = [(r, c, "") for r, row in enumerate(grid) for c, x in enumerate(row) if x == "A"]
+seen = set()
+for r, c, path in queue:
+    if grid[r][c] == "G":
+        print(" ".join(path))
         break
-    for move, (dr, dc) in steps.items():
-        nxt = (cell[0] + dr, cell[1] + dc)
-        if cells.get(nxt, "#") != "#" and nxt not in came:
-            came[nxt] = (cell, move)
-            queue.append(nxt)
-moves = []
-while came[cell]:
-    cell, move = came[cell]
-    moves.append(move)
-print(" ".join(reversed(moves)))
+    for move, dr, dc in (("U", -1, 0), ("D", 1, 0), ("L", 0, -1), ("R", 0, 1)):
+        y, x = r + dr, c + dc
+        if 0 <= y < len(grid) and 0 <= x < len(grid[0]) and grid[y][x] != "#" and (y, x) not in seen:
+            seen.add((y, x))
+            queue.append((y, x, path + move))
