@@ -14,7 +14,7 @@ from typing import Literal
 from agents.models import DEFAULT_MODEL
 from envs.splits import TEST_SEED_COUNT, TEST_SEED_START
 from trainers.backends import BackendConfig, check_model_backend
-from trainers.config import ConfigError, check_max_cycles
+from trainers.config import ConfigError, check_max_cycles, check_role_values
 
 __all__ = ["EvalConfig", "ConfigError", "POLICY_KINDS", "BASELINES"]
 
@@ -78,6 +78,12 @@ class EvalConfig(BackendConfig):
     """Nucleus sampling threshold."""
     max_new_tokens: int | None = None
     """Longest reply in tokens (None: the env preset's, as in training)."""
+    role_temperature: dict = field(default_factory=dict)
+    """Per-role temperature, given as --temperature ROLE=T (repeatable); roles not named use
+    --temperature."""
+    role_max_new_tokens: dict = field(default_factory=dict)
+    """Per-role longest reply, given as --max-new-tokens ROLE=N (repeatable), e.g. --max-new-tokens
+    tool=320 for a role that writes programs; roles not named use --max-new-tokens."""
     stop: tuple[str, ...] = ("</answer>",)
     """Stop strings: a reply ends at the first one."""
 
@@ -143,6 +149,8 @@ def _validate(config: EvalConfig) -> None:
         raise ConfigError(
             f"max_new_tokens={config.max_new_tokens} must be >= 1; pass e.g. --max-new-tokens 16"
         )
+    check_role_values(config.role_temperature, "temperature", float, "1.5")
+    check_role_values(config.role_max_new_tokens, "max_new_tokens", int, "320")
     if config.transcripts < 0:
         raise ConfigError(f"transcripts={config.transcripts} must be >= 0")
     unknown = sorted(set(config.baselines) - set(BASELINES))

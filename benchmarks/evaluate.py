@@ -67,7 +67,7 @@ from trainers.progress import RunProgress
 from trainers.provenance import git_commit, package_versions
 from trainers.records import TaskKey
 from trainers.report import write_report
-from trainers.rollout import EnvSetup
+from trainers.rollout import EnvSetup, role_sampling_for
 from trainers.run_dirs import check_writable_dir
 from trainers.run_log import atomic_write_text, render_transcripts
 
@@ -254,6 +254,28 @@ def _sampling(config: EvalConfig, env_id: str) -> SamplingParams:
     )
 
 
+def _role_sampling(config: EvalConfig, sampling: SamplingParams) -> dict[str, SamplingParams]:
+    """The roles that sample differently from ``sampling`` (``--temperature ROLE=T``,
+    ``--max-new-tokens ROLE=N``)."""
+    return role_sampling_for(sampling, config.role_temperature, config.role_max_new_tokens)
+
+
+def _check_role_sampling(config: EvalConfig, columns: Sequence[Column]) -> None:
+    """Refuse per-role sampling for a role no team of any evaluated env has (a typo)."""
+    named = {*config.role_temperature, *config.role_max_new_tokens}
+    known = {
+        role
+        for column in columns
+        for roles in (envs.spec(column.env_id).teams or {}).values()
+        for role in roles
+    }
+    if named and known and (unknown := sorted(named - known)):
+        raise ConfigError(
+            f"--temperature / --max-new-tokens name roles {unknown} that no evaluated team has; "
+            f"roles: {sorted(known)} (write ROLE=VALUE with one of them)"
+        )
+
+
 def _run_cell(
     config: EvalConfig, bank: PolicyBank, spec: RowSpec, column: Column, out_dir: Path, progress: RunProgress
 ) -> Cell:
@@ -289,6 +311,7 @@ def _run_cell(
             env_kwargs=setup.make_kwargs,
             seed=EVAL_SEED + seed,
             validation=config.split == "validation",
+            role_sampling=_role_sampling(config, sampling),
         )
         cell.seeds.append(seed)
         cell.tasks.append([task.seed for task in tasks])
@@ -418,6 +441,7 @@ def run_evaluation(config: EvalConfig, command: str | None = None) -> EvalResult
     (``command``: the command line, recorded in results.json)."""
     columns = select_columns(config)
     roles = check_roles(config, team_roles(config, columns))
+    _check_role_sampling(config, columns)
     rows = team_rows(config, roles)
     # A baseline of a team variant no column has (the 'single' row on a suite of games) would
     # be a row of n/a cells: it is left out. The --team rows always stay, to say why they are n/a.

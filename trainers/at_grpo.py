@@ -66,6 +66,7 @@ from trainers.config import (
     ConfigError,
     TrainConfig,
     check_required_role,
+    check_role_names,
     estimator_options,
     resolve_config,
 )
@@ -82,7 +83,7 @@ from trainers.evaluation import (
 from trainers.progress import RunProgress
 from trainers.provenance import record_session
 from trainers.records import Episode, RolloutBatch
-from trainers.rollout import step_request, training_sampling
+from trainers.rollout import role_sampling_for, step_request, training_sampling
 from trainers.run_dirs import check_writable_dir, load_saved_config, new_run_dir
 from trainers.run_log import TEST_FILE, RunLogger, atomic_write_text, read_jsonl
 from trainers.runtime import Runtime, WorkerLost, make_runtime
@@ -247,6 +248,8 @@ def _evaluate(
         sampling=sampling,
         env_kwargs=config.env_setup.make_kwargs,
         split="test" if test else config.eval_split,
+        # per-role reply lengths; evaluations keep --eval-temperature for every role
+        role_sampling=role_sampling_for(sampling, {}, config.role_max_new_tokens),
     )
     result: EvalResult = eval_result(runtime.collect(request))
     if test:
@@ -292,6 +295,7 @@ def train(
     # Every user mistake fails here, in seconds, before any model loads.
     env = config.env_setup.make_checked(given_env_kwargs)
     check_required_role(config, tuple(env.roles))  # envs that declare no TEAMS are checked here
+    check_role_names(config, tuple(env.roles), config.team)
     check_model_available(config.backend, config.model)
     if config.init and not config.resume:
         try:

@@ -9,6 +9,11 @@ Every option defaults to ``argparse.SUPPRESS``: parsing returns only what the us
 caller layers those overrides on top of the dataclass defaults (or a resumed run's config).
 :func:`config_to_dict` / :func:`config_from_dict` write and read the resolved config as JSON.
 
+Per-role values: a field ``X`` with a mapping companion ``role_X`` (``temperature`` and
+``role_temperature``) also takes ``--X ROLE=VALUE``, repeatable (``--temperature executor=1.5
+--temperature planner=0.7``); those go into ``role_X`` as ``{"executor": 1.5, ...}``, and
+``--X VALUE`` keeps setting the value of every other role.
+
 Why not tyro (which also reads attribute docstrings): a resumed run must know which flags were
 *given*, since only those override its saved config, and the JSON-object flags
 (``--env-kwargs``, ``--estimator-kwargs``) and the ``--x none`` spelling of optional fields
@@ -271,12 +276,64 @@ def _help_text(f: dataclasses.Field, doc: str, resolved: Mapping[str, Any]) -> s
     return f"{doc} (default: {_shown(default)})"
 
 
+_ROLE_VALUE = re.compile(r"^(?P<role>[a-z][a-z0-9]*)=(?P<value>.*)$")
+
+
+def _role_companions(cls: type) -> dict[str, tuple[str, Any]]:
+    """``--X`` -> (``--role-X``, the scalar type of ``X``) for each field ``X`` of ``cls`` that has a
+    mapping field ``role_X`` beside it."""
+    hints = typing.get_type_hints(cls)
+    routes = {}
+    for f in dataclasses.fields(cls):
+        companion = "role_" + f.name
+        if companion in hints and _is_mapping(_unwrap_optional(hints[companion])[0]):
+            scalar = _unwrap_optional(hints[f.name])[0]
+            routes["--" + f.name.replace("_", "-")] = ("--" + companion.replace("_", "-"), scalar)
+    return routes
+
+
+def _route_role_values(argv: list[str], cls: type) -> list[str]:
+    """``--X ROLE=VALUE`` (or ``--X=ROLE=VALUE``) -> one ``--role-X JSON`` holding every role's
+    value, merged over a ``--role-X JSON`` given as well (module docstring)."""
+    routes = _role_companions(cls)
+    if not routes:
+        return argv
+    by_role: dict[str, dict[str, Any]] = {}
+    out: list[str] = []
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        option, equals, inline = arg.partition("=")
+        route = routes.get(option)
+        value = inline if equals else (argv[i + 1] if i + 1 < len(argv) else "")
+        match = _ROLE_VALUE.match(value) if route else None
+        if route and match:
+            companion, scalar = route
+            try:
+                number = scalar(match["value"]) if scalar in (int, float) else match["value"]
+            except ValueError:
+                number = match["value"]  # the config names the field and the fix
+            by_role.setdefault(companion, {})[match["role"]] = number
+            i += 1 if equals else 2
+            continue
+        out.append(arg)
+        i += 1
+    for companion, values in by_role.items():
+        for j, arg in enumerate(out[:-1]):
+            if arg == companion:  # merge an explicit --role-X JSON (the role values win)
+                with contextlib.suppress(json.JSONDecodeError, TypeError):
+                    values = {**json.loads(out[j + 1]), **values}
+        out += [companion, json.dumps(values)]
+    return out
+
+
 def canonical_argv(
     argv: Sequence[str], cls: type, aliases: Mapping[str, Sequence[str]] = _NO_ALIASES
 ) -> list[str]:
     """``argv`` with every accepted spelling of an option turned into the one the help shows:
     ``--num_generations`` -> ``--num-generations``, ``--no-vllm_sleep`` -> ``--no-vllm-sleep``,
-    and long aliases (``aliases``, e.g. ``--import``) -> the field's option."""
+    long aliases (``aliases``, e.g. ``--import``) -> the field's option, and ``--X ROLE=VALUE``
+    -> ``--role-X JSON`` for a field with a per-role companion (module docstring)."""
     spellings: dict[str, str] = {}
     for f in dataclasses.fields(cls):
         option = "--" + f.name.replace("_", "-")
@@ -286,10 +343,10 @@ def canonical_argv(
     out: list[str] = []
     for i, arg in enumerate(argv):
         if arg == "--":  # everything after it is a value
-            return out + list(argv[i:])
+            return _route_role_values(out, cls) + list(argv[i:])
         name, equals, value = arg.partition("=")
         out.append(spellings[name] + equals + value if name in spellings else arg)
-    return out
+    return _route_role_values(out, cls)
 
 
 def build_parser(

@@ -173,6 +173,14 @@ class TrainConfig(BackendConfig):
     """Nucleus sampling threshold of training rollouts."""
     max_new_tokens: int | None = None
     """Longest reply in tokens (None: the env preset's)."""
+    role_temperature: dict = field(default_factory=dict)
+    """Per-role sampling temperature of training rollouts, given as --temperature ROLE=T (repeatable),
+    e.g. --temperature executor=1.5 so that an executor's K candidates differ; the loss evaluates each
+    role's samples under its own. Roles not named use --temperature."""
+    role_max_new_tokens: dict = field(default_factory=dict)
+    """Per-role longest reply, given as --max-new-tokens ROLE=N (repeatable), e.g. --max-new-tokens
+    tool=320 (a program needs more tokens than a move list); in training and evaluation. Roles not
+    named use --max-new-tokens."""
     stop: tuple[str, ...] = ("</answer>",)
     """Stop strings: generation of a reply ends at the first one."""
     selection: Literal["greedy", "softmax"] = "greedy"
@@ -303,7 +311,8 @@ class TrainConfig(BackendConfig):
             eps_low=self.eps_low,
             eps_high=self.eps_high,
             aggregation=self.aggregation,
-            max_response_length=self.max_new_tokens,  # Dr. GRPO's constant divisor
+            # Dr. GRPO's constant divisor: the longest reply any role may write
+            max_response_length=max([self.max_new_tokens, *self.role_max_new_tokens.values()]),
             kl_coef=self.kl_coef,
             entropy_coef=self.entropy_coef,
             micro_batch_tokens=self.micro_batch_tokens,
@@ -313,6 +322,7 @@ class TrainConfig(BackendConfig):
             passes=self.passes,
             mini_batches=self.mini_batches,
             temperature=self.temperature,
+            role_temperature=dict(self.role_temperature),
             top_p=self.top_p,
         )
 
@@ -390,6 +400,8 @@ def _validate(config: TrainConfig) -> None:
             f"temperature={config.temperature} must be > 0: training samples must come from a distribution "
             "the loss can evaluate; pass e.g. --temperature 1.0 (use --eval-temperature 0 for greedy evals)"
         )
+    check_role_values(config.role_temperature, "temperature", float, "1.5")
+    check_role_values(config.role_max_new_tokens, "max_new_tokens", int, "320")
     if not 0 < config.top_p <= 1:
         raise ConfigError(f"top_p={config.top_p} must be in (0, 1]; pass e.g. --top-p 1.0")
     if config.eval_temperature < 0:
@@ -530,6 +542,34 @@ def check_scripted_roles(scripted: Mapping[str, str], roles: Sequence[str]) -> N
         raise ConfigError(
             f"roles: every role ({list(roles)}) is scripted, so nothing would train; leave one to the model"
         )
+
+
+def check_role_values(values: Any, name: str, kind: type, example: str) -> None:
+    """Refuse per-role values (``role_<name>``) that are not a mapping of role names to positive
+    numbers of ``kind``."""
+    flag = "--" + name.replace("_", "-")
+    fix = f"pass e.g. {flag} executor={example}"
+    if not isinstance(values, Mapping):
+        raise ConfigError(f"role_{name} must map role names to values; {fix}")
+    for role, value in values.items():
+        number = isinstance(value, int | float) and not isinstance(value, bool)
+        if not number or (kind is int and not isinstance(value, int)) or value <= 0:
+            what = "an int" if kind is int else "a number"
+            raise ConfigError(f"role_{name}[{role!r}]={value!r} must be {what} > 0; {fix}")
+
+
+def check_role_names(config: Any, roles: tuple[str, ...], team: str) -> None:
+    """Refuse per-role sampling values (``role_temperature``, ``role_max_new_tokens``) for roles
+    that ``team`` (its roles: ``roles``) does not have (a typo would otherwise change nothing,
+    silently)."""
+    for name in ("role_temperature", "role_max_new_tokens"):
+        unknown = sorted(set(getattr(config, name, {}) or {}) - set(roles))
+        if unknown:
+            flag = "--" + name.removeprefix("role_").replace("_", "-")
+            raise ConfigError(
+                f"{flag} names {unknown}, not roles of {config.env} team {team!r}: its roles are "
+                f"{list(roles)} (write {flag} ROLE=VALUE with one of them)"
+            )
 
 
 def check_required_role(

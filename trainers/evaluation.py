@@ -271,6 +271,7 @@ def evaluate_tasks(
     env_kwargs: Mapping[str, Any] | None = None,
     seed: int = EVAL_SEED,
     validation: bool = False,
+    role_sampling: Mapping[str, SamplingParams] | None = None,
 ) -> RolloutBatch:
     """Play ``episodes_per_task`` independent episodes (K = 1, no selection) on each held-out
     task (with ``validation``, validation-slice tasks are allowed too), batched across all of
@@ -287,6 +288,7 @@ def evaluate_tasks(
         sampling=sampling,
         env_kwargs=env_kwargs,
         seed=seed,
+        role_sampling=role_sampling,
     )
 
 
@@ -297,11 +299,13 @@ def evaluation_request(
     sampling: SamplingParams,
     env_kwargs: Mapping[str, Any] | None = None,
     split: str = "test",
+    role_sampling: Mapping[str, SamplingParams] | None = None,
 ) -> RolloutRequest:
     """What ``evaluate`` plays, as a request any runtime can play (``trainers.runtime``): one
     episode on each of the first ``num_tasks`` tasks of the held-out protocol's test block
     (``split="test"``: ``heldout_tasks``) or of the validation slice (``split="validation"``),
-    under the evaluation sampler seed."""
+    under the evaluation sampler seed; ``role_sampling`` gives some roles their own sampling
+    (e.g. a longer reply for a role that writes programs)."""
     if split == "test":
         tasks = heldout_tasks(env_id, num_tasks)
         check_eval_tasks(tasks)
@@ -310,7 +314,11 @@ def evaluation_request(
     else:
         raise ValueError(f"split={split!r}; evaluate plays 'test' or 'validation' tasks")
     return RolloutRequest(
-        tasks=tuple(tasks), sampling=sampling, env_kwargs=dict(env_kwargs or {}), seed=EVAL_SEED
+        tasks=tuple(tasks),
+        sampling=sampling,
+        env_kwargs=dict(env_kwargs or {}),
+        seed=EVAL_SEED,
+        role_sampling=dict(role_sampling or {}),
     )
 
 
@@ -332,11 +340,17 @@ def evaluate(
     sampling: SamplingParams,
     env_kwargs: Mapping[str, Any] | None = None,
     split: str = "test",
+    role_sampling: Mapping[str, SamplingParams] | None = None,
 ) -> EvalResult:
     """Play one episode on each of the first ``num_tasks`` held-out protocol test tasks
     (``split="test"``) or validation-slice tasks (``split="validation"``) with ``team``
     (``evaluation_request``)."""
     request = evaluation_request(
-        env_id, num_tasks=num_tasks, sampling=sampling, env_kwargs=env_kwargs, split=split
+        env_id,
+        num_tasks=num_tasks,
+        sampling=sampling,
+        env_kwargs=env_kwargs,
+        split=split,
+        role_sampling=role_sampling,
     )
     return eval_result(play(request, team))

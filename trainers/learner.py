@@ -45,7 +45,7 @@ from __future__ import annotations
 import copy
 from collections import defaultdict
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
@@ -99,6 +99,8 @@ class LearnerConfig:
         mini_batches: Optimiser steps per pass: the batch is split into this many mini-batches
             of whole prompt groups (verl ``ppo_mini_batch_size`` = batch / mini_batches).
         temperature: The sampler's temperature (log pi is computed under it).
+        role_temperature: Role -> the sampler's temperature for that role's samples, where it
+            differs from ``temperature`` (a sample's role is ``Turn.role``).
         top_p: The sampler's top-p.
     """
 
@@ -119,6 +121,7 @@ class LearnerConfig:
     passes: int = 1
     mini_batches: int = 1
     temperature: float = 1.0
+    role_temperature: Mapping[str, float] = field(default_factory=dict)
     top_p: float = 1.0
 
     def __post_init__(self) -> None:
@@ -130,9 +133,10 @@ class LearnerConfig:
             raise ValueError(f"LearnerConfig.lr must be > 0, got {self.lr}")
         if self.micro_batch_tokens < 1:
             raise ValueError(f"LearnerConfig.micro_batch_tokens must be >= 1, got {self.micro_batch_tokens}")
-        if self.temperature <= 0:
+        if self.temperature <= 0 or any(t <= 0 for t in self.role_temperature.values()):
             raise ValueError(
-                "LearnerConfig.temperature must be the sampler's temperature (> 0; greedy can't train)"
+                "LearnerConfig.temperature (and role_temperature) must be the sampler's temperature "
+                "(> 0; greedy can't train)"
             )
         if self.old_logprobs not in OLD_LOGPROBS:
             raise ValueError(
@@ -235,6 +239,7 @@ class _MicroBatch:
     weights: torch.Tensor  # (B,)
     indices: list[int]  # positions in the step's sample list
     shared_prompt: torch.Tensor | None = None  # (P,) when every row shares this prompt
+    roles: tuple[str, ...] = ()  # each row's role (its sampling temperature)
 
     @property
     def token_forwards(self) -> int:
@@ -374,6 +379,7 @@ class Learner:
             advantages=torch.tensor(advantages[chunk], dtype=torch.float32, device=device),
             weights=torch.tensor(weights[chunk], dtype=torch.float32, device=device),
             indices=list(chunk),
+            roles=tuple(samples[i].role for i in chunk),
             shared_prompt=torch.tensor(samples[chunk[0]].prompt_token_ids, device=device) if shared else None,
         )
 
@@ -401,8 +407,13 @@ class Learner:
 
     def _logprobs(self, model: Any, batch: _MicroBatch) -> tuple[torch.Tensor, torch.Tensor]:
         logits = self._response_logits(model, batch)
-        logprobs = token_logprobs(logits, batch.response_ids, self.config.temperature, self.config.top_p)
-        return logprobs, token_entropy(logits, self.config.temperature)
+        temperature = self.config.temperature
+        if self.config.role_temperature:  # rows of different roles: divide each by its own
+            by_role = [self.config.role_temperature.get(role, temperature) for role in batch.roles]
+            scale = torch.tensor(by_role, dtype=torch.float32, device=logits.device).view(-1, 1, 1)
+            logits, temperature = logits.float() / scale, 1.0
+        logprobs = token_logprobs(logits, batch.response_ids, temperature, self.config.top_p)
+        return logprobs, token_entropy(logits, temperature)
 
     # ------------------------------------------------------------------ update
     def step(

@@ -59,6 +59,7 @@ __all__ = [
     "SELECTIONS",
     "training_tasks",
     "training_sampling",
+    "role_sampling_for",
     "RolloutRequest",
     "play",
     "step_request",
@@ -250,16 +251,21 @@ def _generate_for(
     num_samples: int,
     sampling: SamplingParams,
     clock: _Clock,
+    role_sampling: Mapping[str, SamplingParams] | None = None,
 ) -> dict[int, list[Generation]]:
     """Sample ``num_samples`` responses for the acting agent of every path, one
-    ``generate`` call per (policy, adapter) pair, each prompt with a seed from its path's
-    stream. Returns path position -> generations."""
-    by_binding: dict[tuple[int, str | None], list[int]] = defaultdict(list)
+    ``generate`` call per (policy, adapter, sampling) triple (``role_sampling`` gives some roles
+    their own), each prompt with a seed from its path's stream. Returns path position ->
+    generations."""
+    role_sampling = role_sampling or {}
+    by_binding: dict[tuple[int, str | None, SamplingParams], list[int]] = defaultdict(list)
     for position, path in enumerate(paths):
-        binding = team.binding(path.env.agent_selection)
-        by_binding[(id(binding.policy), binding.adapter)].append(position)
+        agent = path.env.agent_selection
+        binding = team.binding(agent)
+        params = role_sampling.get(role_of(agent), sampling)
+        by_binding[(id(binding.policy), binding.adapter, params)].append(position)
     out: dict[int, list[Generation]] = {}
-    for positions in by_binding.values():
+    for (_, _, sampling), positions in by_binding.items():
         binding = team.binding(paths[positions[0]].env.agent_selection)
         prompts = [
             dataclasses.replace(
@@ -407,6 +413,7 @@ def tree_rollout(
     selection_temperature: float = 1.0,
     env_kwargs: Mapping[str, Any] | None = None,
     seed: int = 0,
+    role_sampling: Mapping[str, SamplingParams] | None = None,
 ) -> RolloutBatch:
     """AT-GRPO tree sampling (module docstring).
 
@@ -421,6 +428,8 @@ def tree_rollout(
         env_kwargs: Passed to ``envs.make`` (team variant, difficulty, max_cycles...).
         seed: Seeds every path's stream (``path_rng``): its prompts' sampler seeds and its
             selection tie-breaks.
+        role_sampling: Role -> its own sampling parameters (temperature, reply length), for
+            the roles that do not use ``sampling``.
 
     Returns:
         ``RolloutBatch``: samples = all K candidates of every node (in node order, then
@@ -436,7 +445,7 @@ def tree_rollout(
     paths = _start_paths(tasks, 1, team, env_kwargs, seed)
     samples: list[Turn] = []
     while live := [path for path in paths if not path.done]:
-        generations = _generate_for(live, team, num_candidates, sampling, clock)
+        generations = _generate_for(live, team, num_candidates, sampling, clock, role_sampling)
         _prefetch_programs(live, generations, team, clock)
         for position, path in enumerate(live):
             node, branches = _node(path, team), []
@@ -465,15 +474,17 @@ def plain_rollout(
     sampling: SamplingParams,
     env_kwargs: Mapping[str, Any] | None = None,
     seed: int = 0,
+    role_sampling: Mapping[str, SamplingParams] | None = None,
 ) -> RolloutBatch:
     """N independent episodes per task, one response per turn (GRPO, GiGPO, MATPO, and
-    evaluation with N = 1). Samples are every turn of every episode."""
+    evaluation with N = 1). Samples are every turn of every episode. ``role_sampling``: as in
+    ``tree_rollout``."""
     if not isinstance(episodes_per_task, int) or episodes_per_task < 1:
         raise ValueError(f"episodes_per_task must be an int >= 1, got {episodes_per_task!r}")
     clock = _Clock()
     paths = _start_paths(tasks, episodes_per_task, team, env_kwargs, seed)
     while live := [path for path in paths if not path.done]:
-        generations = _generate_for(live, team, 1, sampling, clock)
+        generations = _generate_for(live, team, 1, sampling, clock, role_sampling)
         _prefetch_programs(live, generations, team, clock)
         for position, path in enumerate(live):
             node = _node(path, team)
@@ -507,6 +518,21 @@ def training_sampling(config: Any) -> SamplingParams:
     )
 
 
+def role_sampling_for(
+    sampling: SamplingParams, temperature: Mapping[str, float], max_new_tokens: Mapping[str, int]
+) -> dict[str, SamplingParams]:
+    """``sampling`` with each named role's own temperature and reply length (the roles a
+    config's ``role_temperature`` / ``role_max_new_tokens`` name; the others use ``sampling``)."""
+    return {
+        role: dataclasses.replace(
+            sampling,
+            temperature=temperature.get(role, sampling.temperature),
+            max_new_tokens=max_new_tokens.get(role, sampling.max_new_tokens),
+        )
+        for role in {*temperature, *max_new_tokens}
+    }
+
+
 @dataclass(frozen=True)
 class RolloutRequest:
     """What to play, as plain data a runtime can ship to a worker: ``play(request, team)`` is
@@ -522,6 +548,7 @@ class RolloutRequest:
         selection_temperature: Tree rollouts: the softmax selection's tau.
         env_kwargs: ``envs.make`` arguments of every task's env.
         seed: Seeds every path's stream (``path_rng``): sampler seeds and selection tie-breaks.
+        role_sampling: Role -> its own sampling parameters, for roles not using ``sampling``.
     """
 
     tasks: tuple[TaskKey, ...]
@@ -532,6 +559,7 @@ class RolloutRequest:
     selection_temperature: float = 1.0
     env_kwargs: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     seed: int = 0
+    role_sampling: Mapping[str, SamplingParams] = dataclasses.field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.mode not in ("tree", "plain"):
@@ -551,6 +579,7 @@ def play(request: RolloutRequest, team: Team) -> RolloutBatch:
             selection_temperature=request.selection_temperature,
             env_kwargs=request.env_kwargs,
             seed=request.seed,
+            role_sampling=request.role_sampling,
         )
     return plain_rollout(
         request.tasks,
@@ -559,6 +588,7 @@ def play(request: RolloutRequest, team: Team) -> RolloutBatch:
         sampling=request.sampling,
         env_kwargs=request.env_kwargs,
         seed=request.seed,
+        role_sampling=request.role_sampling,
     )
 
 
@@ -573,6 +603,7 @@ def step_request(config: Any, step: int, sampling: SamplingParams) -> RolloutReq
         selection=config.selection,
         env_kwargs=config.env_setup.make_kwargs,
         seed=config.seed * 1_000_003 + step,
+        role_sampling=role_sampling_for(sampling, config.role_temperature, config.role_max_new_tokens),
     )
 
 

@@ -49,13 +49,14 @@ from agents.team import Team
 from trainers.backends import apply_thread_policy
 from trainers.checkpoint import latest_checkpoint, load_checkpoint, resume_checkpoint, save_checkpoint
 from trainers.cli import config_to_dict, parse_overrides
-from trainers.config import ConfigError
+from trainers.config import ConfigError, check_role_names
 from trainers.demonstrations import oracle_demonstrations, replayed_demonstrations
 from trainers.episode_store import RecordedEpisode, read_episodes
 from trainers.evaluation import evaluate, held_out_line
 from trainers.progress import RunProgress
 from trainers.provenance import record_session
 from trainers.records import TaskKey, Turn
+from trainers.rollout import role_sampling_for
 from trainers.run_dirs import load_saved_config, new_run_dir
 from trainers.run_log import TEST_FILE, RunLogger, atomic_write_text, read_jsonl
 from trainers.sft_config import SFT_RESUMABLE_OVERRIDES, SFTConfig, resolve_sft_config
@@ -97,6 +98,8 @@ def team_variants(config: SFTConfig) -> dict[str, Team]:
     for variant in config.teams[1:]:
         env = config.env_setup(variant).make()
         teams[variant] = Team(env, {role: shared for role in env.roles})
+    roles = tuple(dict.fromkeys(role for team in teams.values() for role in team.bindings))
+    check_role_names(config, roles, "/".join(config.teams))
     return teams
 
 
@@ -255,6 +258,7 @@ def _evaluate(
             sampling=sampling,
             env_kwargs=config.env_setup(variant).make_kwargs,
             split="test" if test else config.eval_split,
+            role_sampling=role_sampling_for(sampling, {}, config.role_max_new_tokens),
         )
         prefix = "" if i == 0 else f"{variant}/"
         metrics.update({prefix + k: v for k, v in result.metrics.items()})

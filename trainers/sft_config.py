@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from agents.models import DEFAULT_MODEL
 from trainers.backends import BackendConfig, PolicyFactory, policy_factory
-from trainers.config import ConfigError, TrainConfig, _env_name, _positive, env_preset
+from trainers.config import ConfigError, TrainConfig, _env_name, _positive, check_role_values, env_preset
 from trainers.rollout import EnvSetup
 
 __all__ = [
@@ -105,6 +105,9 @@ class SFTConfig:
     (None: --eval-tasks; 0: none). With --eval-split test the in-run evaluations are the test number."""
     max_new_tokens: int | None = None
     """Longest reply in tokens at evaluation (None: the env preset's)."""
+    role_max_new_tokens: dict = field(default_factory=dict)
+    """Per-role longest reply at evaluation, given as --max-new-tokens ROLE=N (repeatable), e.g.
+    --max-new-tokens tool=320 for a role that writes programs; roles not named use --max-new-tokens."""
     transcripts: int = 3
     """Evaluation episodes written to transcripts/ per evaluation."""
 
@@ -149,6 +152,7 @@ class SFTConfig:
         for name in ("lora_alpha", "micro_batch_tokens", "checkpoint_every", "keep_checkpoints", "val_every"):
             _positive(self, name)
         _positive(self, "max_new_tokens")
+        check_role_values(self.role_max_new_tokens, "max_new_tokens", int, "320")
         _positive(self, "threads")
         _positive(self, "eval_every", 0)
         _positive(self, "test_tasks", 0)

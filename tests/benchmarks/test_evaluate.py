@@ -154,6 +154,18 @@ def test_roles_mix_policies_in_one_flag(tmp_path):
     assert half.rows == ["tiny-test mas (planner=oracle)"]  # the model plays the executor
 
 
+def test_per_role_reply_length_reaches_the_evaluation(tmp_path):
+    args = ("--env", "plan_path", "--baselines", "--seeds", "0", "--max-new-tokens", "6")
+    results = main(tiny(tmp_path, *args, "--max-new-tokens", "executor=1"))
+    recorded = json.loads((results.out_dir / "results.json").read_text())["config"]
+    assert recorded["role_max_new_tokens"] == {"executor": 1}
+    episodes = [json.loads(line) for path in results.out_dir.rglob("*.jsonl") for line in path.open()]
+    turns = [turn for episode in episodes for turn in episode.get("turns", [])]
+    replies = [(turn["role"], turn["response"].removeprefix("<answer>")) for turn in turns]
+    lengths = {role: max(len(text) for r, text in replies if r == role) for role in ("planner", "executor")}
+    assert lengths["executor"] <= 1 < lengths["planner"]  # a tiny-test token decodes to one character
+
+
 def test_rows_that_cannot_play_an_env_are_na(tmp_path):
     # Imported here, not at module level: importing it registers test envs, which must not
     # join the conformance suite's env list when pytest collects this file first.
@@ -279,6 +291,8 @@ MISTAKES = {
     "hub id not in the cache": (["--model", "teamgym-tests/nope"], ["--model", "not available offline"]),
     "unknown role": (["--roles", "pilot=oracle"], ["roles", "'pilot'", "planner, executor"]),
     "unknown role of the single team": (["--team", "single", "--roles", "pilot=oracle"], ["solver"]),
+    "per-role reply length of an unknown role": (["--max-new-tokens", "pilot=9"], ["'pilot'", "executor"]),
+    "per-role temperature < 0": (["--temperature", "executor=-1"], ["role_temperature", "--temperature"]),
 }
 
 

@@ -113,6 +113,35 @@ def test_unknown_env_and_bad_cli_values_are_clear_errors(capsys):
     assert exit_info.value.code == 2 and "--num-generations" in capsys.readouterr().err
 
 
+def test_per_role_sampling_flags_set_their_roles_and_leave_the_others_to_the_plain_flag():
+    from trainers.at_grpo import parse_train_args
+
+    given = parse_train_args(
+        ["--temperature", "executor=1.5", "--temperature", "0.8", "--temperature=planner=0.5"]
+        + ["--max-new-tokens", "executor=3", "--max-new-tokens", "12"]
+    )
+    assert given["temperature"] == 0.8 and given["max_new_tokens"] == 12
+    assert given["role_temperature"] == {"executor": 1.5, "planner": 0.5}
+    assert given["role_max_new_tokens"] == {"executor": 3}
+    config = resolve_config(TrainConfig(**given))
+    learner = config.learner_config()
+    assert learner.role_temperature == {"executor": 1.5, "planner": 0.5}
+    assert learner.max_response_length == 12  # the longest any role may write
+
+
+def test_a_recorded_run_keeps_its_per_role_sampling_and_its_samples_obey_it(tmp_path):
+    args = ["--steps", "1", "--max-new-tokens", "4", "--max-new-tokens", "executor=1"]
+    main(tiny_args(tmp_path, *args, "--temperature", "planner=1.5", "--test-tasks", "0"))
+    run = tmp_path / "run"
+    config = json.loads((run / "config.json").read_text())
+    assert config["role_temperature"] == {"planner": 1.5} and config["role_max_new_tokens"] == {"executor": 1}
+    lengths = {"planner": set(), "executor": set()}  # a tiny-test token decodes to one character
+    for line in (run / "episodes" / "train_step_000001.jsonl").open():
+        for turn in json.loads(line)["turns"]:
+            lengths[turn["role"]].add(len(turn["response"]))
+    assert max(lengths["executor"]) <= 1 < max(lengths["planner"]) <= 4
+
+
 # Mistakes that used to end in a traceback; each is one line naming the field, before any model loads.
 MISTAKES = {
     "unknown env kwarg": (["--env-kwargs", '{"nope": 1}'], ["--env-kwargs", "'nope'", "difficulty, "]),
@@ -123,6 +152,11 @@ MISTAKES = {
     "nonexistent model path": (["--model", "/nonexistent/model"], ["--model", "no such directory"]),
     "hub id not in the cache": (["--model", "teamgym-tests/nope"], ["--model", "not available offline"]),
     "unknown output option": (["--output-dri", "x"], ["--output-dri"]),
+    "per-role value of a role the team lacks": (
+        ["--temperature", "exec=1.5"], ["--temperature", "['exec']", "'planner', 'executor'"]
+    ),
+    "per-role temperature <= 0": (["--temperature", "executor=0"], ["role_temperature", "--temperature"]),
+    "per-role reply length not an int": (["--max-new-tokens", "tool=1.5"], ["role_max_new_tokens"]),
 }
 
 

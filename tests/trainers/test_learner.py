@@ -59,6 +59,42 @@ def test_learner_logprobs_equal_the_samplers():
         assert (logprobs[mask] - micro.old_logprobs[mask]).abs().max() <= 1e-4
 
 
+def test_each_role_s_logprobs_are_taken_under_its_own_sampling_temperature():
+    """Planner samples at 0.5, executor at 2.0, mixed in micro-batches: the learner's log pi of
+    every token is the sampler's (the loss would otherwise weigh the wrong distribution)."""
+    env = envs.make("plan_path")
+    policy = HFPolicy("tiny-test")
+    team = Team.shared(env, policy)
+    temperatures = {"planner": 0.5, "executor": 2.0}
+    base = SamplingParams(temperature=1.0, max_new_tokens=6)
+    batch = tree_rollout(
+        [TaskKey("plan_path-v0", "train", s) for s in range(3)], team, num_candidates=3, sampling=base,
+        env_kwargs={"max_cycles": 1},
+        role_sampling={role: dataclasses.replace(base, temperature=t) for role, t in temperatures.items()},
+    )  # fmt: skip
+    assert {t.role for t in batch.samples} == set(temperatures)
+    one_batch = {"shared_prefix": False, "micro_batch_tokens": 10**9}  # both roles in one micro-batch
+    learner = Learner(team, LearnerConfig(role_temperature=temperatures, **one_batch))
+    indices, ones = list(range(len(batch.samples))), np.ones(len(batch.samples))
+    mixed = False
+    for micro in learner._micro_batches(learner.units["tiny-test"], batch.samples, indices, ones, ones):
+        mixed |= len(set(micro.roles)) > 1
+        with torch.no_grad():
+            logprobs, _ = learner._logprobs(policy.model, micro)
+        mask = micro.response_mask.bool()
+        assert (logprobs[mask] - micro.old_logprobs[mask]).abs().max() <= 1e-4
+    assert mixed
+    # and one temperature for both would not match the executor's samples
+    plain = Learner(team, LearnerConfig(temperature=0.5, **one_batch))
+    gaps = []
+    for micro in plain._micro_batches(plain.units["tiny-test"], batch.samples, indices, ones, ones):
+        with torch.no_grad():
+            logprobs, _ = plain._logprobs(policy.model, micro)
+        mask = micro.response_mask.bool()
+        gaps.append(float((logprobs[mask] - micro.old_logprobs[mask]).abs().max()))
+    assert max(gaps) > 1e-2
+
+
 @pytest.mark.parametrize("aggregation", ["token-mean", "seq-mean-token-mean", "seq-mean-token-sum-norm"])
 def test_micro_batches_give_the_same_update_as_one_batch(aggregation):
     env = envs.make("plan_path")

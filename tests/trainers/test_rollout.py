@@ -426,3 +426,44 @@ def test_tool_team_tree_rollouts_keep_the_invariants_and_run_each_program_once()
         assert replay.observe(turn.agent)["prompt"] == turn.prompt
         replay.step(turn.response)
         assert replay.infos[turn.agent]["reward_terms"] == turn.reward_terms
+
+
+class RecordingPolicy:
+    """Answers a legal move and records each generate call's (roles, sampling)."""
+
+    name = "recording"
+
+    def __init__(self):
+        self.inner, self.calls = RandomPolicy(seed=0), []
+
+    def generate(self, prompts, *, num_samples=1, sampling=None, adapter=None):
+        self.calls.append(({p.agent.rsplit("_", 1)[0] for p in prompts}, sampling))
+        return self.inner.generate(prompts, num_samples=num_samples, sampling=sampling, adapter=adapter)
+
+
+@pytest.mark.parametrize("mode", ["tree", "plain"])
+def test_role_sampling_reaches_the_sampler_for_its_role_only(mode):
+    env = envs.make("plan_path")
+    policy = RecordingPolicy()
+    base = SamplingParams(temperature=1.0, max_new_tokens=8)
+    executor = dataclasses.replace(base, temperature=1.7, max_new_tokens=3)
+    request = RolloutRequest(
+        tasks=tuple(tasks("plan_path-v0", 3)), sampling=base, mode=mode, per_task=2,
+        env_kwargs={"max_cycles": 2}, role_sampling={"executor": executor},
+    )  # fmt: skip
+    play(request, Team.shared(env, policy))
+    assert policy.calls
+    for roles, sampling in policy.calls:
+        assert len(roles) == 1  # a generate call never mixes roles that sample differently
+        assert sampling == (executor if roles == {"executor"} else base)
+
+
+def test_per_role_reply_length_bounds_a_real_model_s_samples():
+    env = envs.make("plan_path")
+    base = SamplingParams(temperature=1.0, max_new_tokens=8)
+    batch = tree_rollout(
+        tasks("plan_path-v0", 2), Team.shared(env, HFPolicy("tiny-test")), num_candidates=3, sampling=base,
+        env_kwargs={"max_cycles": 1}, role_sampling={"executor": dataclasses.replace(base, max_new_tokens=2)},
+    )  # fmt: skip
+    longest = {role: max(len(t.token_ids) for t in batch.samples if t.role == role) for role in env.roles}
+    assert longest["executor"] <= 2 < longest["planner"] <= 8

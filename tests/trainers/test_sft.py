@@ -14,6 +14,7 @@ from agents.team import Team
 from tests.trainers.conftest import ONE_TOKEN_ID
 from trainers.at_grpo import main as at_grpo_main
 from trainers.checkpoint import load_initial_weights
+from trainers.cli import parse_overrides
 from trainers.config import ConfigError, TrainConfig
 from trainers.demonstrations import oracle_demonstrations
 from trainers.evaluation import evaluate, validation_tasks
@@ -233,6 +234,14 @@ def test_config_errors_name_the_fix(tmp_path, capsys):
         SFTConfig(batch_size=0)
     assert main(["--env", ONE_TOKEN_ID, "--env-kwargs", '{"team": "single"}']) == 2
     assert "may not set 'team'" in capsys.readouterr().err
+    with pytest.raises(ConfigError, match="role_max_new_tokens"):
+        SFTConfig(role_max_new_tokens={"tool": 0})
+
+
+def test_per_role_reply_length_of_the_evaluations_is_a_command_line_flag():
+    argv = ["--max-new-tokens", "tool=320", "--max-new-tokens", "24"]
+    given = parse_overrides(SFTConfig, argv, prog="python -m trainers.sft", description="")
+    assert given == {"role_max_new_tokens": {"tool": 320}, "max_new_tokens": 24}
 
 
 # ---------------------------------------------------------------------------- --demos <run>
