@@ -392,14 +392,23 @@ class PlanningEnv(TextAECEnv):
             applied += 1
         return applied, None, max(0, len(moves) - limit)
 
-    def _score_plan(self, moves: list[Any]) -> StepOutcome:
+    def _simulate(
+        self, moves: list[Any], who: str, limit: int | None = None
+    ) -> tuple[dict[str, float], int, str | None, int]:
+        """Play ``moves`` on a copy of the state (the real one is untouched). Returns the local
+        terms ``<who>_progress`` (Phi after minus Phi now) and ``<who>_solves`` (``plan_bonus``,
+        if the copy is solved), and ``_run``'s (applied, illegal, ignored)."""
         simulated = self.puzzle.copy()
-        applied, illegal, ignored = self._run(simulated, moves)
-        local = {"plan_progress": simulated.potential() - self.puzzle.potential()}
+        applied, illegal, ignored = self._run(simulated, moves, limit)
+        local = {f"{who}_progress": simulated.potential() - self.puzzle.potential()}
         if simulated.is_solved():
-            local["plan_solves"] = self.plan_bonus
+            local[f"{who}_solves"] = self.plan_bonus
+        return local, applied, illegal, ignored
+
+    def _score_plan(self, moves: list[Any]) -> StepOutcome:
+        local, applied, illegal, ignored = self._simulate(moves, "plan")
         feedback = f"Your plan's first {applied} move(s) were legal"
-        feedback += "; it solves the puzzle." if simulated.is_solved() else "."
+        feedback += "; it solves the puzzle." if "plan_solves" in local else "."
         if illegal:
             feedback += f" But {illegal}."
         if ignored:
@@ -444,13 +453,9 @@ class PlanningEnv(TextAECEnv):
             self.tool_report = (program, f"It failed: {shown}.", "")
             penalty = {failure: -self.exec_error_penalty}
             return StepOutcome(local=penalty, feedback=f"Your program failed: {shown}.")
-        simulated = self.puzzle.copy()
-        applied, illegal, _ = self._run(simulated, moves, limit=len(moves))
-        local = {"tool_progress": simulated.potential() - self.puzzle.potential()}
-        if simulated.is_solved():
-            local["tool_solves"] = self.plan_bonus
+        local, applied, illegal, _ = self._simulate(moves, "tool", limit=len(moves))
         simulation = f"Simulated from this state: the first {applied} of its {len(moves)} move(s) are legal"
-        simulation += "; they solve the puzzle." if simulated.is_solved() else "; they do not solve it."
+        simulation += "; they solve the puzzle." if "tool_solves" in local else "; they do not solve it."
         if illegal:
             simulation += f" But {illegal}."
         self.tool_moves = moves
@@ -503,8 +508,7 @@ class PlanningEnv(TextAECEnv):
             return f"<answer>\n```python\n{self.GAME.tool_program}```\n</answer>"
         moves = self.solution() or []
         if role_of(agent) == "plan" and self.tool_moves:
-            simulated = self.puzzle.copy()
-            _, illegal, _ = self._run(simulated, self.tool_moves, limit=len(self.tool_moves))
-            if illegal is None and simulated.is_solved():
+            local, _, illegal, _ = self._simulate(self.tool_moves, "tool", limit=len(self.tool_moves))
+            if illegal is None and "tool_solves" in local:
                 moves = self.tool_moves
         return f"<answer>{self._format_moves(moves[: self.max_moves_per_turn])}</answer>"
