@@ -83,7 +83,8 @@ class EvalConfig(BackendConfig):
     --temperature."""
     role_max_new_tokens: dict = field(default_factory=dict)
     """Per-role longest reply, given as --max-new-tokens ROLE=N (repeatable), e.g. --max-new-tokens
-    tool=320 for a role that writes programs; roles not named use --max-new-tokens."""
+    tool=320 for a role that writes programs, over the env preset's (the planning envs': tool=384);
+    roles not named use --max-new-tokens."""
     stop: tuple[str, ...] = ("</answer>",)
     """Stop strings: a reply ends at the first one."""
 

@@ -254,10 +254,12 @@ def _sampling(config: EvalConfig, env_id: str) -> SamplingParams:
     )
 
 
-def _role_sampling(config: EvalConfig, sampling: SamplingParams) -> dict[str, SamplingParams]:
-    """The roles that sample differently from ``sampling`` (``--temperature ROLE=T``,
-    ``--max-new-tokens ROLE=N``)."""
-    return role_sampling_for(sampling, config.role_temperature, config.role_max_new_tokens)
+def _role_sampling(config: EvalConfig, sampling: SamplingParams, env_id: str) -> dict[str, SamplingParams]:
+    """The roles that sample differently from ``sampling``: ``--temperature ROLE=T``, and
+    ``--max-new-tokens ROLE=N`` over the env preset's (a tool agent's program length; a role
+    the row's team lacks costs nothing)."""
+    lengths = {**env_preset(env_id)["role_max_new_tokens"], **config.role_max_new_tokens}
+    return role_sampling_for(sampling, config.role_temperature, lengths)
 
 
 def _check_role_sampling(config: EvalConfig, columns: Sequence[Column]) -> None:
@@ -311,7 +313,7 @@ def _run_cell(
             env_kwargs=setup.make_kwargs,
             seed=EVAL_SEED + seed,
             validation=config.split == "validation",
-            role_sampling=_role_sampling(config, sampling),
+            role_sampling=_role_sampling(config, sampling, column.env_id),
         )
         cell.seeds.append(seed)
         cell.tasks.append([task.seed for task in tasks])

@@ -114,6 +114,9 @@ class TrainingPreset:
     Attributes:
         max_new_tokens: Longest reply in tokens: enough for one answer in the env's grammar
             (a reply of moves needs ~16, a program ~200); longer replies mostly add junk.
+        role_max_new_tokens: Longest reply of the roles that need another length than
+            ``max_new_tokens`` (a tool agent's program: ``{"tool": 384}``); a role no team of
+            the run has is ignored.
         temperature: Sampling temperature of training rollouts. 0.7: at 1.0 the 135M model's
             replies are mostly invalid, and all-invalid groups carry no advantage.
         tasks_per_step: Training tasks per step.
@@ -135,6 +138,7 @@ class TrainingPreset:
     """
 
     max_new_tokens: int = 32
+    role_max_new_tokens: dict[str, int] = field(default_factory=dict)
     temperature: float = 0.7
     tasks_per_step: int = 4
     max_cycles: int | None = 2
@@ -154,6 +158,10 @@ class TrainingPreset:
             value = getattr(self, name)
             if not isinstance(value, int) or value < 1:
                 raise ValueError(f"TrainingPreset.{name} must be a positive int, got {value!r}")
+        for role, value in self.role_max_new_tokens.items():
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                field_name = f"TrainingPreset.role_max_new_tokens[{role!r}]"
+                raise ValueError(f"{field_name} must be an int >= 1, got {value!r}")
         if self.max_cycles is not None and (not isinstance(self.max_cycles, int) or self.max_cycles < 1):
             raise ValueError(f"TrainingPreset.max_cycles must be an int >= 1 or None: {self.max_cycles!r}")
         if not self.temperature > 0:

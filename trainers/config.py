@@ -69,10 +69,19 @@ LOSS_ADVANTAGE_SCALE: dict[str, str] = {"grpo": "group", "dapo": "group", "dr_gr
 LOSS_DYNAMIC_SAMPLING: dict[str, bool] = {"grpo": False, "dapo": True, "dr_grpo": False}
 
 
+def preset_role_lengths(env_id: str, variants: Sequence[str]) -> dict[str, int]:
+    """The env preset's per-role reply lengths for the roles of team ``variants`` (a planning
+    env's ``tool`` entry means nothing to its ``mas`` team, and must not set its loss divisor)."""
+    import envs
+
+    roles = {role for variant in variants for role in (envs.spec(env_id).teams or {}).get(variant, ())}
+    return {role: n for role, n in env_preset(env_id)["role_max_new_tokens"].items() if role in roles}
+
+
 def env_preset(env_id: str) -> dict[str, Any]:
     """The training preset of an env (``envs.spec(env_id).training``) as ``TrainConfig`` field
     values: ``env_kwargs`` (sizes and the training horizon), ``tasks_per_step``,
-    ``max_new_tokens``, ``temperature``, ``steps``, ``eval_every``, ``eval_tasks``,
+    ``max_new_tokens``, ``role_max_new_tokens``, ``temperature``, ``steps``, ``eval_every``, ``eval_tasks``,
     ``policy`` (None: the env leaves it to the algo preset) and ``algo`` (None: at_grpo)."""
     import envs
 
@@ -82,6 +91,7 @@ def env_preset(env_id: str) -> dict[str, Any]:
         "env_kwargs": preset.make_kwargs(spec.default_max_cycles),
         "tasks_per_step": preset.tasks_per_step,
         "max_new_tokens": preset.max_new_tokens,
+        "role_max_new_tokens": dict(preset.role_max_new_tokens),
         "temperature": preset.temperature,
         "steps": preset.steps,
         "eval_every": preset.eval_every,
@@ -179,8 +189,8 @@ class TrainConfig(BackendConfig):
     role's samples under its own. Roles not named use --temperature."""
     role_max_new_tokens: dict = field(default_factory=dict)
     """Per-role longest reply, given as --max-new-tokens ROLE=N (repeatable), e.g. --max-new-tokens
-    tool=320 (a program needs more tokens than a move list); in training and evaluation. Roles not
-    named use --max-new-tokens."""
+    tool=320 (a program needs more tokens than a move list); in training and evaluation, merged over
+    the env preset's (the planning envs': tool=384). Roles not named use --max-new-tokens."""
     stop: tuple[str, ...] = ("</answer>",)
     """Stop strings: generation of a reply ends at the first one."""
     selection: Literal["greedy", "softmax"] = "greedy"
@@ -610,10 +620,12 @@ def resolve_config(config: TrainConfig) -> TrainConfig:
     preset = {**env_values, **ALGO_PRESETS[algo], "algo": algo}
     if env_values["policy"] is not None:  # the env knows its structure: a game's seats share one policy
         preset["policy"] = env_values["policy"]
+    merged = ("env_kwargs", "role_max_new_tokens")  # the user's entries over the preset's
     updates: dict[str, Any] = {
-        key: value for key, value in preset.items() if key != "env_kwargs" and getattr(config, key) is None
+        key: value for key, value in preset.items() if key not in merged and getattr(config, key) is None
     }
-    updates["env_kwargs"] = {**preset["env_kwargs"], **config.env_kwargs}
+    preset["role_max_new_tokens"] = preset_role_lengths(name, [config.team])
+    updates.update({key: {**preset[key], **getattr(config, key)} for key in merged})
     if config.test_tasks is None:
         eval_tasks = config.eval_tasks if config.eval_tasks is not None else env_values["eval_tasks"]
         updates["test_tasks"] = eval_tasks

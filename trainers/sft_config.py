@@ -14,7 +14,15 @@ from typing import Any, Literal
 
 from agents.models import DEFAULT_MODEL
 from trainers.backends import BackendConfig, PolicyFactory, policy_factory
-from trainers.config import ConfigError, TrainConfig, _env_name, _positive, check_role_values, env_preset
+from trainers.config import (
+    ConfigError,
+    TrainConfig,
+    _env_name,
+    _positive,
+    check_role_values,
+    env_preset,
+    preset_role_lengths,
+)
 from trainers.rollout import EnvSetup
 
 __all__ = [
@@ -107,7 +115,8 @@ class SFTConfig:
     """Longest reply in tokens at evaluation (None: the env preset's)."""
     role_max_new_tokens: dict = field(default_factory=dict)
     """Per-role longest reply at evaluation, given as --max-new-tokens ROLE=N (repeatable), e.g.
-    --max-new-tokens tool=320 for a role that writes programs; roles not named use --max-new-tokens."""
+    --max-new-tokens tool=320 for a role that writes programs, merged over the env preset's (the
+    planning envs': tool=384); roles not named use --max-new-tokens."""
     transcripts: int = 3
     """Evaluation episodes written to transcripts/ per evaluation."""
 
@@ -200,7 +209,13 @@ def resolve_sft_config(config: SFTConfig) -> SFTConfig:
     env_kwargs and max_new_tokens, so demonstrations have the shape of its rollouts) and the lr
     default."""
     preset = env_preset(_env_name(config.env))
-    updates: dict[str, Any] = {"env_kwargs": {**preset["env_kwargs"], **config.env_kwargs}}
+    updates: dict[str, Any] = {
+        "env_kwargs": {**preset["env_kwargs"], **config.env_kwargs},
+        "role_max_new_tokens": {
+            **preset_role_lengths(_env_name(config.env), config.teams),
+            **config.role_max_new_tokens,
+        },
+    }
     if config.max_new_tokens is None:
         updates["max_new_tokens"] = preset["max_new_tokens"]
     if config.test_tasks is None:

@@ -187,7 +187,10 @@ class PlanningEnv(TextAECEnv):
     APPEND_FEEDBACK = False  # _prompt places feedback_line() before the final instruction
     DEFAULT_MAX_CYCLES: ClassVar[int] = 10
     # Easy levels and 16-token replies (a few moves) fit a laptop CPU and the 135M model.
-    TRAINING: ClassVar[TrainingPreset] = TrainingPreset(max_new_tokens=16, env_kwargs={"difficulty": "easy"})
+    # A tool agent's program needs ~220-340 tokens (the reference programs), a move list ~16.
+    TRAINING: ClassVar[TrainingPreset] = TrainingPreset(
+        max_new_tokens=16, role_max_new_tokens={"tool": 384}, env_kwargs={"difficulty": "easy"}
+    )
     TEAMS: ClassVar[dict[str, tuple[str, ...]]] = {
         "mas": ("planner", "executor"),
         "single": ("solver",),

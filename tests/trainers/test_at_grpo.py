@@ -127,6 +127,11 @@ def test_per_role_sampling_flags_set_their_roles_and_leave_the_others_to_the_pla
     learner = config.learner_config()
     assert learner.role_temperature == {"executor": 1.5, "planner": 0.5}
     assert learner.max_response_length == 12  # the longest any role may write
+    # the env preset's program length reaches the tool team, and nothing else
+    assert resolve_config(TrainConfig(env="plan_path", team="tool")).role_max_new_tokens == {"tool": 384}
+    assert resolve_config(TrainConfig(env="plan_path")).role_max_new_tokens == {}
+    given = TrainConfig(env="sudoku", team="tool", role_max_new_tokens={"tool": 500, "plan": 64})
+    assert resolve_config(given).role_max_new_tokens == {"tool": 500, "plan": 64}
 
 
 def test_a_recorded_run_keeps_its_per_role_sampling_and_its_samples_obey_it(tmp_path):

@@ -53,7 +53,9 @@ class SudokuEnv(PlanningEnv):
     GAME = PlanningGame.from_modules(levels, game, prompts)
     DEFAULT_MAX_MOVES_PER_TURN = 81  # a whole 9x9 solution fits in one answer
     DEFAULT_MAX_CYCLES = 6
-    TRAINING = TrainingPreset(max_new_tokens=48, env_kwargs={"difficulty": "easy"})  # 6 fills
+    TRAINING = TrainingPreset(  # 6 fills; a tool agent's program ~340 tokens
+        max_new_tokens=48, role_max_new_tokens={"tool": 384}, env_kwargs={"difficulty": "easy"}
+    )
 
     def _legal_moves_text(self, agent: str) -> str:
         """Compact form of the legal fills: each empty cell with its allowed digits, e.g.
