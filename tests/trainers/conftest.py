@@ -66,6 +66,56 @@ class OneTokenEnv(EvenPlanEnv):
         return "k"
 
 
+class OneLineProgramEnv(TextAECEnv):
+    """A tool team on a one-line program: ``tool_0`` writes Python that reads two numbers on
+    standard input and prints their sum (run in the sandbox, like a planning env's tool turn),
+    ``plan_0`` answers the number its program printed. Success: the program printed the sum (the
+    plan agent's copy earns ``local/copied``: the tiny random-init model does not learn to copy
+    from its prompt in a CI-sized run). The warm start's test of program replies: by chance the
+    model never writes the line."""
+
+    metadata = {**TextAECEnv.metadata, "name": "one_line_program_v0"}
+    TEAMS = {"tool": ("tool", "plan")}
+    DEFAULT_MAX_CYCLES = 1
+    PROGRAM = "print(sum(map(int, input().split())))"
+
+    def _start_task(self, task_seed):
+        self.numbers = (task_seed % 7, task_seed % 5)
+        self.printed = None
+
+    def _prompt(self, agent):
+        if agent == "tool_0":
+            return "Write a Python program that prints the sum of the two numbers on its input."
+        return f"The program printed: {self.printed}. Answer the sum."
+
+    def _act(self, agent, text):
+        from envs.sandbox import SandboxJob
+        from envs.sandbox.memo import run_remembered
+
+        total = str(sum(self.numbers))
+        if agent == "tool_0":
+            code = text.removeprefix("```python\n").removesuffix("\n```")
+            result = run_remembered(SandboxJob(code, stdin=f"{self.numbers[0]} {self.numbers[1]}\n"))
+            self.printed = result.stdout.strip()[:20] if result.ok else "(an error)"
+            return StepOutcome(local={"right": float(self.printed == total)})
+        solved = self.printed == total
+        copied = float(text.strip() == self.printed)
+        team = {"success": float(solved)}
+        return StepOutcome(team=team, local={"copied": copied}, success=solved, terminated=True)
+
+    def oracle_response(self, agent):
+        return f"```python\n{self.PROGRAM}\n```" if agent == "tool_0" else self.printed
+
+    def _legal_moves(self, agent):
+        return []
+
+    def _state_key(self):
+        return self.printed
+
+    def _render_text(self):
+        return f"{self.numbers} -> {self.printed}"
+
+
 class CrashOnceEnv(EvenPlanEnv):
     """EvenPlanEnv whose process dies (``os._exit``) at its first action on task seed
     ``crash_task`` while the file ``marker`` does not exist, creating it first: a rollout worker
@@ -93,5 +143,7 @@ EVEN_PLAN_ID = "test/even_plan-v0"
 envs.register(EVEN_PLAN_ID, entry_point="tests.trainers.conftest:EvenPlanEnv")
 ONE_TOKEN_ID = "test/one_token-v0"
 envs.register(ONE_TOKEN_ID, entry_point="tests.trainers.conftest:OneTokenEnv")
+ONE_LINE_PROGRAM_ID = "test/one_line_program-v0"
+envs.register(ONE_LINE_PROGRAM_ID, entry_point="tests.trainers.conftest:OneLineProgramEnv")
 CRASH_ONCE_ID = "test/crash_once-v0"
 envs.register(CRASH_ONCE_ID, entry_point="tests.trainers.conftest:CrashOnceEnv")

@@ -11,7 +11,7 @@ import torch
 
 import envs
 from agents.team import Team
-from tests.trainers.conftest import ONE_TOKEN_ID
+from tests.trainers.conftest import ONE_LINE_PROGRAM_ID, ONE_TOKEN_ID
 from trainers.at_grpo import main as at_grpo_main
 from trainers.checkpoint import load_initial_weights
 from trainers.cli import parse_overrides
@@ -149,6 +149,19 @@ def test_warm_start_takes_a_one_token_task_from_chance_to_solved(tmp_path):
     # The trained team evaluates like a training run's (benchmarks.evaluate --model <run>).
     trained = load_trained_team(run)
     assert trained.step == 12 and trained.config.policy == "shared"
+
+
+@pytest.mark.slow
+def test_warm_start_teaches_a_tool_team_a_one_line_program_run_in_the_sandbox(tmp_path):
+    """The tool writes ``print(sum(map(int, input().split())))`` (41 tokens of the tiny model),
+    the plan agent copies what it printed: both learnt from the oracle's demonstrations."""
+    config = _one_token_config(
+        tmp_path, env=ONE_LINE_PROGRAM_ID, teams=("tool",), steps=40, batch_size=16, val_every=20,
+        max_new_tokens=4, role_max_new_tokens={"tool": 48}, eval_tasks=16, test_tasks=16, lora=False, lr=3e-3,
+    )  # fmt: skip
+    summary = train_sft(config)
+    assert summary.before["success"] == 0.0 and summary.test_before["success"] == 0.0
+    assert summary.after["success"] >= 0.9 and summary.test_after["success"] >= 0.9
 
 
 @pytest.mark.slow
