@@ -78,6 +78,7 @@ from trainers.evaluation import (
     eval_result,
     evaluation_request,
     held_out_line,
+    node_zero_variance,
     sample_metrics,
 )
 from trainers.progress import RunProgress
@@ -208,6 +209,7 @@ def train_step(
     metrics = {
         **episode_metrics(batch.episodes),
         **sample_metrics(batch.samples),
+        **node_zero_variance(batch.samples),
         **diagnostics,
         **_learner_metrics(per_unit),
         "advantage_abs_mean": float(np.mean(np.abs(result.advantages))) if len(result.advantages) else 0.0,

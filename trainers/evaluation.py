@@ -217,6 +217,21 @@ def sample_metrics(samples: Sequence[Turn]) -> dict[str, float]:
     return out
 
 
+def node_zero_variance(samples: Sequence[Turn]) -> dict[str, float]:
+    """``zero_variance/<role>``: the share of a role's tree nodes (its K candidates at one
+    (task, turn) of a tree rollout) whose candidates all earned the same reward, so AT-GRPO gives
+    that node no signal: e.g. an executor whose K candidates all copy the planner's plan. Nothing
+    for plain rollouts (every sample its own node)."""
+    rewards: dict[tuple, list[float]] = defaultdict(list)
+    for turn in samples:
+        rewards[(turn.role, turn.task, turn.episode, turn.tree_node, turn.turn)].append(turn.reward)
+    flat: dict[str, list[bool]] = defaultdict(list)
+    for (role, *_), values in rewards.items():
+        if len(values) > 1:
+            flat[role].append(len(set(values)) == 1)
+    return {f"zero_variance/{role}": float(np.mean(same)) for role, same in sorted(flat.items())}
+
+
 def benchmark_metrics(episodes: Sequence[Episode]) -> dict[str, float]:
     """The metrics of one benchmark cell, from its played episodes (k per task).
 

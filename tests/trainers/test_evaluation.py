@@ -20,6 +20,7 @@ from trainers.evaluation import (
     evaluate_tasks,
     held_out_line,
     heldout_tasks,
+    node_zero_variance,
     pass_at_k,
     pass_at_k_values,
     sample_metrics,
@@ -238,3 +239,19 @@ def test_validation_slice_tasks_are_evaluated_only_when_asked():
         check_eval_tasks([task])
     with pytest.raises(ValueError, match="evaluation never plays training tasks"):
         check_eval_tasks([TaskKey("plan_path-v0", "train", 5)], validation=True)  # a trained-on seed
+
+
+def test_node_zero_variance_is_the_share_of_a_role_s_tree_nodes_without_signal():
+    from agents.scripted import RandomPolicy
+    from trainers.rollout import plain_rollout, tree_rollout
+
+    tasks = [TaskKey("plan_path-v0", "train", seed) for seed in range(4)]
+    env, sampling = envs.make("plan_path"), SamplingParams()
+    oracle = tree_rollout(tasks, Team.shared(env, OraclePolicy()), num_candidates=3, sampling=sampling)
+    assert node_zero_variance(oracle.samples) == {"zero_variance/executor": 1.0, "zero_variance/planner": 1.0}
+    random = tree_rollout(tasks, Team.shared(env, RandomPolicy()), num_candidates=4, sampling=sampling)
+    shares = node_zero_variance(random.samples)
+    assert set(shares) == {"zero_variance/executor", "zero_variance/planner"}
+    assert all(0.0 <= share < 1.0 for share in shares.values())  # random moves earn different rewards
+    plain = plain_rollout(tasks, Team.shared(env, RandomPolicy()), episodes_per_task=2, sampling=sampling)
+    assert node_zero_variance(plain.samples) == {}
