@@ -44,8 +44,9 @@ class EvalConfig(BackendConfig):
     split's validation slice (never trained on), where every choice is made before a test number."""
 
     # --- team ---
-    team: Literal["mas", "single"] = "mas"
-    """Team variant of the main row: 'mas' (one role per agent) or 'single' (one solver role)."""
+    team: str = "mas"
+    """Team variant of the main row: 'mas' (one role per agent), 'single' (one solver role) or 'tool'
+    (planning envs: a tool agent's program, a plan agent's moves); an env without it is n/a."""
     model: str = DEFAULT_MODEL
     """The 'model' policy: a built-in name, a local HF dir, a hub id, or a training run / checkpoint dir."""
     adapters: str | None = None

@@ -69,6 +69,16 @@ LOSS_ADVANTAGE_SCALE: dict[str, str] = {"grpo": "group", "dapo": "group", "dr_gr
 LOSS_DYNAMIC_SAMPLING: dict[str, bool] = {"grpo": False, "dapo": True, "dr_grpo": False}
 
 
+def check_team(env_name: str, team: str) -> None:
+    """Refuse a team variant the env does not have (an env that declares no TEAMS takes any)."""
+    import envs
+
+    teams = envs.spec(env_name).teams
+    if teams and team not in teams:
+        fix = f"pass e.g. --team {next(iter(teams))}"
+        raise ConfigError(f"team={team!r}: {env_name} has the teams {', '.join(teams)}; {fix}")
+
+
 def preset_role_lengths(env_id: str, variants: Sequence[str]) -> dict[str, int]:
     """The env preset's per-role reply lengths for the roles of team ``variants`` (a planning
     env's ``tool`` entry means nothing to its ``mas`` team, and must not set its loss divisor)."""
@@ -111,8 +121,9 @@ class TrainConfig(BackendConfig):
     """Registered env id (sokoban, plan_path-v0, ...), or module:id to import your env's module first."""
     env_kwargs: dict = field(default_factory=dict)
     """Extra envs.make() arguments as JSON, merged over the env preset's, e.g. '{"difficulty": "medium"}'."""
-    team: Literal["mas", "single"] = "mas"
-    """Team variant: 'mas' (one role per agent, e.g. planner + executor) or 'single' (one role does all)."""
+    team: str = "mas"
+    """Team variant (the env's TEAMS): 'mas' (one role per agent, e.g. planner + executor), 'single' (one
+    role does all), or 'tool' (planning envs: a tool agent writes a solver program, a plan agent moves)."""
     roles: tuple[str, ...] = ()
     """Roles a scripted policy plays instead of the trained model, ROLE=POLICY with POLICY in oracle,
     heuristic, random; e.g. second=random trains the first seat of a game against a fixed opponent."""
@@ -615,6 +626,7 @@ def resolve_config(config: TrainConfig) -> TrainConfig:
     """Fill every ``None`` preset field from the algo and env presets (explicit values win;
     ``env_kwargs`` is merged over the preset's)."""
     name = _env_name(config.env)
+    check_team(name, config.team)
     env_values = env_preset(name)
     algo = effective_algo(config)
     preset = {**env_values, **ALGO_PRESETS[algo], "algo": algo}

@@ -161,6 +161,7 @@ MISTAKES = {
         ["--temperature", "exec=1.5"], ["--temperature", "['exec']", "'planner', 'executor'"]
     ),
     "per-role temperature <= 0": (["--temperature", "executor=0"], ["role_temperature", "--temperature"]),
+    "a team the env lacks": (["--env", "tictactoe", "--team", "single"], ["team='single'", "--team mas"]),
     "per-role reply length not an int": (["--max-new-tokens", "tool=1.5"], ["role_max_new_tokens"]),
 }
 
