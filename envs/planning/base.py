@@ -457,8 +457,8 @@ class PlanningEnv(TextAECEnv):
             penalty = {failure: -self.exec_error_penalty}
             return StepOutcome(local=penalty, feedback=f"Your program failed: {shown}.")
         local, applied, illegal, _ = self._simulate(moves, "tool", limit=len(moves))
-        simulation = f"Simulated from this state: the first {applied} of its {len(moves)} move(s) are legal"
-        simulation += "; they solve the puzzle." if "tool_solves" in local else "; they do not solve it."
+        simulation = f"Simulated from this state: the first {applied} of its {len(moves)} move(s) "
+        simulation += "solve the puzzle." if "tool_solves" in local else "are legal; they do not solve it."
         if illegal:
             simulation += f" But {illegal}."
         self.tool_moves = moves
