@@ -178,7 +178,9 @@ def summarise(runs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
         mine = [r for r in runs if r["arm"] == name]
         if not mine:
             continue
-        steps = sorted(set.intersection(*(set(r["curve"]) for r in mine)))
+        # a run read back from the results JSON has its curve's steps as strings
+        curves = [{int(step): success for step, success in r["curve"].items()} for r in mine]
+        steps = sorted(set.intersection(*(set(curve) for curve in curves)))
         out[name] = {
             "seeds": [r["seed"] for r in mine],
             "before": mean_se([r["before"] for r in mine]),
@@ -188,7 +190,7 @@ def summarise(runs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
             # one seed's, so the seeds' mean of it is reported
             "after_task_se": float(np.mean([r["after_task_se"] for r in mine])),
             "test_tasks": mine[0]["test_tasks"],
-            "curve": {s: mean_se([r["curve"][s] for r in mine]) for s in steps},
+            "curve": {s: mean_se([curve[s] for curve in curves]) for s in steps},
             "samples": float(np.mean([r["samples"] for r in mine])),
             "train_min": float(np.mean([r["phases"]["time/step"] for r in mine])) / 60,
             "wall_min": float(np.mean([r["wall_s"] for r in mine])) / 60,

@@ -57,7 +57,9 @@ def test_smoke_run_prints_every_arm_and_a_rerun_resumes_it(tmp_path, capsys):
     kept = [r for r in record["runs"] if (r["arm"], r["seed"]) not in {("grpo-mas", 1), ("grpo-single", 1)}]
     result.write_text(json.dumps({**record, "runs": kept}))
     shutil.rmtree(result.parent / "grpo-single-seed1" / "checkpoints")
-    learning.main(args)
+    mixed = learning.main(args)
+    # runs read back from the file (curve steps as JSON strings) and new ones average together
+    assert all(sorted(arm["curve"]) == [0, 1] for arm in mixed.values())
     rerun = {(r["arm"], r["seed"]): r for r in json.loads(result.read_text())["runs"]}
     assert len(rerun) == 6
     assert rerun["grpo-mas", 1]["after"] == old["grpo-mas", 1]["after"]  # resumed: its own test.jsonl
