@@ -379,7 +379,7 @@ class Learner:
             advantages=torch.tensor(advantages[chunk], dtype=torch.float32, device=device),
             weights=torch.tensor(weights[chunk], dtype=torch.float32, device=device),
             indices=list(chunk),
-            roles=tuple(samples[i].role for i in chunk),
+            roles=tuple(getattr(samples[i], "role", "") for i in chunk),  # "": a record without roles
             shared_prompt=torch.tensor(samples[chunk[0]].prompt_token_ids, device=device) if shared else None,
         )
 

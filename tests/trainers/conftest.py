@@ -75,7 +75,7 @@ class OneLineProgramEnv(TextAECEnv):
     model never writes the line."""
 
     metadata = {**TextAECEnv.metadata, "name": "one_line_program_v0"}
-    TEAMS = {"tool": ("tool", "plan")}
+    TEAMS = {"mas": ("tool", "plan")}  # "mas": the variant an env is built with by default
     DEFAULT_MAX_CYCLES = 1
     PROGRAM = "print(sum(map(int, input().split())))"
 

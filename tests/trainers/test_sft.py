@@ -156,7 +156,7 @@ def test_warm_start_teaches_a_tool_team_a_one_line_program_run_in_the_sandbox(tm
     """The tool writes ``print(sum(map(int, input().split())))`` (41 tokens of the tiny model),
     the plan agent copies what it printed: both learnt from the oracle's demonstrations."""
     config = _one_token_config(
-        tmp_path, env=ONE_LINE_PROGRAM_ID, teams=("tool",), steps=40, batch_size=16, val_every=20,
+        tmp_path, env=ONE_LINE_PROGRAM_ID, teams=("mas",), steps=40, batch_size=16, val_every=20,
         max_new_tokens=4, role_max_new_tokens={"tool": 48}, eval_tasks=16, test_tasks=16, lora=False, lr=3e-3,
     )  # fmt: skip
     summary = train_sft(config)
