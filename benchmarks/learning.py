@@ -1,36 +1,51 @@
-"""Does RL make a warm-started team better, and does AT-GRPO beat GRPO? Seeds, error bars.
+"""Does RL make a warm-started team better, does a team beat one agent, and which algorithm
+gets there first? Seeds, error bars, equal wall time.
 
-    python -m benchmarks.learning --init runs/warm-plan_path \
-        --results docs/results/learning-plan_path.json   # default model, plan_path easy (hours on 2 cores)
+    python -m benchmarks.learning --minutes 10 --general medium hard \
+        --results docs/results/learning-plan_path-walltime.json   # the four arms at equal wall time
+    python -m benchmarks.learning --init runs/warm-plan_path --arms at_grpo-mas grpo-mas grpo-single \
+        --steps 12 --results docs/results/learning-plan_path-heldout.json   # equal samples (12 steps)
     python -m benchmarks.learning --model tiny-test --env tests.trainers.conftest:test/one_token \
-        --sft-steps 4 --steps 2 --seeds 0 1 --max-new-tokens 1 --response-prefix ''  # smoke run
+        --arms at_grpo-mas grpo-single --sft-steps 4 --steps 2 --seeds 0 1 --max-new-tokens 1 \
+        --response-prefix ''   # smoke run
 
-The protocol of the paper's ablations, from ONE shared warm start:
+The protocol of the papers' ablations, from ONE shared warm start:
 
-0. warm start: ``trainers.sft`` on oracle demonstrations of both team variants, one shared
-   LoRA adapter (or ``--init RUN`` to reuse one);
-1. three arms, each started from the warm start (``trainers.at_grpo --init``) with every
-   training seed of ``--seeds``:
-   (a) ``at_grpo-mas``: planner + executor (one adapter each), AT-GRPO tree rollouts;
-   (b) ``grpo-mas``: the same team, GRPO on plain episodes;
-   (c) ``grpo-single``: one role does everything, GRPO on plain episodes. A single-role
-       episode has half the turns, so this arm gets twice the tasks per step;
-   the table prints the responses each arm sampled, so equal budgets are checked, not assumed;
-2. the held-out protocol (README, Held-out protocol): the learning curves play
+0. warm start: ``trainers.sft`` on oracle demonstrations of every team the arms use, one
+   shared LoRA adapter (or ``--init RUN`` to reuse one): every arm starts from the same
+   weights, so their warm starts took the same minutes by construction;
+1. the arms (``--arms``, default the four of the team-vs-single question), each started from
+   the warm start (``trainers.at_grpo --init``) with every training seed of ``--seeds``:
+   ``grpo-single`` one role does everything, GRPO on plain episodes (a single-role episode has
+   half the turns, so it gets twice the tasks per step); ``at_grpo-mas`` planner + executor
+   (one adapter each), AT-GRPO tree rollouts; ``grpo-mas`` the same team on plain episodes;
+   ``at_grpo-tool`` / ``grpo-tool`` the tool team (a tool agent's program, a plan agent's
+   moves: the planning envs' ``team="tool"``) with AT-GRPO trees / GRPO on plain episodes;
+2. the budget: ``--steps`` training steps per arm (equal samples; the table prints the
+   responses each arm sampled, so equal budgets are checked, not assumed), or with
+   ``--minutes M`` the same M minutes of training time per arm (the summed rollout + update
+   time of its steps; evaluations excluded), ``--steps`` then only a cap. Equal wall time is
+   the fair budget between algorithms whose steps cost different amounts (an AT-GRPO step is
+   several times cheaper than a GRPO step here);
+3. the held-out protocol (README, Held-out protocol): the learning curves play
    ``--eval-tasks`` tasks of the train split's validation slice (greedy) before training,
-   every ``--eval-every`` steps and at the end, and every choice (lr, K, passes,
-   temperature, reply length, steps) is made there; the reported numbers play
-   ``--test-tasks`` (256) held-out test tasks of the protocol's block, once before training
-   (per team: every arm starts from the same weights) and once after the last step. Test
-   success is reported as mean +- s.e. over training seeds, next to its standard error over
-   the test tasks.
+   every ``--eval-every`` steps (with ``--minutes``: every ``--eval-every-minutes`` of
+   training time) and at the end, and every choice (lr, K, passes, temperature, reply
+   length, budget) is made there; the reported numbers play ``--test-tasks`` held-out test
+   tasks of the protocol's block, once before training (per team: the arms of a team start
+   from the same weights) and once after. ``--general medium hard`` also plays
+   ``--general-tasks`` test tasks at each of those difficulty presets, before (per team) and
+   after (per arm and seed): does what was learnt on the training difficulty carry over to
+   boards never trained on? Test success is reported as mean +- s.e. over training seeds,
+   next to its standard error over the test tasks.
 
 Resumable: every finished (arm, seed) goes into the results JSON (``--results``) at once,
 and a rerun of the same command skips them (an interrupted run is resumed from its last
 checkpoint), so a protocol longer than a session is finished by running the command again;
 a rerun with different settings is refused, naming the flag. Prints the table, the
-differences between arms with their standard errors, wall time per arm and phase, and writes
-the JSON and ``learning.png`` (validation curves with +- 1 s.e. bands) beside it.
+generalisation table, the differences between arms with their standard errors, wall time per
+arm and phase, and writes the JSON and a PNG beside it (validation success against training
+minutes, or steps, with +- 1 s.e. bands).
 """
 
 from __future__ import annotations
@@ -52,14 +67,31 @@ from benchmarks.tables import print_table
 PROTOCOL_ARGS = (
     "env", "env_kwargs", "model", "init", "sft_steps", "sft_batch_size", "sft_lr", "sft_train_tasks",
     "steps", "tasks_per_step", "num_generations", "lr", "passes", "temperature", "max_new_tokens",
-    "eval_tasks", "eval_every", "eval_split", "test_tasks", "response_prefix",
+    "eval_tasks", "eval_every", "eval_split", "test_tasks", "response_prefix", "minutes",
+    "eval_every_minutes", "general", "general_tasks", "warm_minutes",
 )  # fmt: skip
 
 ARMS = {  # name -> (algo, team, tasks-per-step multiplier)
     "at_grpo-mas": ("at_grpo", "mas", 1),
     "grpo-mas": ("grpo", "mas", 1),
     "grpo-single": ("grpo", "single", 2),
+    "at_grpo-tool": ("at_grpo", "tool", 1),
+    "grpo-tool": ("grpo", "tool", 1),
 }
+# The arms of the paper's headline at equal wall time: the single agent with GRPO against the
+# teams, the tool team with both algorithms (issue: does the team beat one agent, and is it RL's
+# tree grouping or the team that does it).
+DEFAULT_ARMS = ("grpo-single", "at_grpo-mas", "at_grpo-tool", "grpo-tool")
+# The differences printed (first - second, with their standard error): AT-GRPO's against GRPO on
+# the same team, each team against the single agent, and the tool team against the copier team.
+COMPARISONS = (
+    ("at_grpo-mas", "grpo-mas"),
+    ("at_grpo-mas", "grpo-single"),
+    ("at_grpo-tool", "grpo-tool"),
+    ("at_grpo-tool", "grpo-single"),
+    ("grpo-tool", "grpo-single"),
+    ("at_grpo-tool", "at_grpo-mas"),
+)
 
 
 def mean_se(values: list[float]) -> tuple[float, float]:
@@ -69,10 +101,29 @@ def mean_se(values: list[float]) -> tuple[float, float]:
     return float(array.mean()), se
 
 
-def warm_start(args: argparse.Namespace, out: Path) -> tuple[Path, float]:
-    """The shared warm start's run dir (trained here unless ``--init``) and its minutes."""
+def arm_teams(arms: list[str]) -> tuple[str, ...]:
+    """The team variants the arms train, in order."""
+    return tuple(dict.fromkeys(ARMS[name][1] for name in arms))
+
+
+def warm_starts(args: argparse.Namespace, out: Path) -> dict[str, tuple[str, float]]:
+    """Team -> (warm-start run dir, its training minutes): ``--init`` for every team, else one
+    warm start per team trained here (``--sft-steps`` steps, or ``--warm-minutes`` minutes of
+    updates each: warm starts of equal minutes)."""
     if args.init:
-        return Path(args.init), 0.0
+        from trainers.clock import trained_seconds
+        from trainers.config import UNCAPPED_STEPS
+
+        minutes = trained_seconds(Path(args.init), UNCAPPED_STEPS) / 60  # from its own metrics
+        return {team: (args.init, minutes) for team in arm_teams(args.arms)}
+    return {team: warm_start(args, out, team) for team in arm_teams(args.arms)}
+
+
+def warm_start(args: argparse.Namespace, out: Path, team: str) -> tuple[str, float]:
+    """One team's warm start (resumed or reused when an earlier run made it): its run dir and
+    its training minutes (the updates' summed time, what ``--warm-minutes`` budgets)."""
+    from trainers.clock import trained_seconds
+    from trainers.config import UNCAPPED_STEPS
     from trainers.sft import train_sft
     from trainers.sft_config import SFTConfig
 
@@ -88,42 +139,55 @@ def warm_start(args: argparse.Namespace, out: Path) -> tuple[Path, float]:
         )
         if value is not None
     }
+    if args.warm_minutes:  # the minutes end it; --sft-steps, where given, is a cap
+        given.setdefault("steps", UNCAPPED_STEPS)
     steps = given.get("steps", SFTConfig.steps)
-    started = time.perf_counter()
+    every = 25 if args.warm_minutes else max(1, steps // 4)
+    name = f"warm_start-{team}"
     config = SFTConfig(
         env=args.env,
         env_kwargs=json.loads(args.env_kwargs),
-        teams=("mas", "single"),
+        teams=(team,),
         model=args.model,
         response_prefix=args.response_prefix,
         **given,
-        eval_tasks=args.eval_tasks,
+        train_minutes=args.warm_minutes,
+        eval_tasks=4,  # a sanity check: the arms evaluate the warm start (step 0) on --eval-tasks
         eval_every=0,
         eval_split="validation",
-        test_tasks=0,  # the arms evaluate the warm start on the test tasks (step 0)
-        val_every=max(1, steps // 4),
+        test_tasks=0,  # and on the test tasks
+        val_every=every,
         max_new_tokens=args.max_new_tokens,
         output_dir=str(out),
-        run_name="warm_start",
-        checkpoint_every=steps,
+        run_name=name,
+        checkpoint_every=min(every, steps),
         keep_checkpoints=1,
+        progress=args.progress,
     )
-    if (out / "warm_start" / "config.json").is_file():  # a rerun: finish (or reuse) it
-        config = dataclasses.replace(config, resume=str(out / "warm_start"))
+    if (out / name / "config.json").is_file():  # a rerun: finish (or reuse) it
+        config = dataclasses.replace(config, resume=str(out / name))
     summary = train_sft(config)
-    return summary.run_dir, (time.perf_counter() - started) / 60
+    return str(summary.run_dir), trained_seconds(summary.run_dir, summary.steps) / 60
 
 
 def run_arm(
-    name: str, seed: int, base: Any, initial: dict[str, dict[str, dict[str, float]]]
+    name: str,
+    seed: int,
+    base: Any,
+    initial: dict[str, dict[str, Any]],
+    args: argparse.Namespace,
+    init: str,
 ) -> dict[str, Any]:
-    """Train one arm with one seed (resuming its run if an earlier invocation was cut off); its
-    validation curve, held-out test success before and after, samples and phase times.
+    """Train one arm with one seed from its team's warm start ``init`` (resuming its run if an
+    earlier invocation was cut off); its
+    validation curve (against steps and training minutes), held-out test success before and
+    after, the ``--general`` difficulties after, samples and phase times.
 
-    ``initial`` (team -> {"validation": step-0 evaluation, "test": step-0 test evaluation}) is
-    filled by the first run of each team and reused by the others: every arm starts from the
-    same warm-start weights and the evaluations are greedy on the same tasks, so evaluating
-    again would repeat identical work.
+    ``initial`` (team -> {"validation": step-0 evaluation, "test": step-0 test evaluation,
+    "general": the warm start on the --general difficulties}) is filled by the first run of
+    each team and reused by the others: every arm starts from the same warm-start weights and
+    the evaluations are greedy on the same tasks, so evaluating again would repeat identical
+    work.
     """
     from trainers.at_grpo import load_run_config, train
     from trainers.checkpoint import latest_checkpoint
@@ -135,11 +199,13 @@ def run_arm(
         algo=algo,
         team=team,
         tasks_per_step=base.tasks_per_step * multiplier,
+        init=init,
         seed=seed,
         run_name=f"{name}-seed{seed}",
     )
     run_dir = Path(base.output_dir) / config.run_name
     if latest_checkpoint(run_dir) is not None:  # cut off earlier: continue from its last checkpoint
+        _check_same_run(run_dir, config)
         config = load_run_config(run_dir, {"resume": str(run_dir), "progress": base.progress})
     elif run_dir.exists():  # cut off before its first checkpoint: nothing to keep
         shutil.rmtree(run_dir)
@@ -151,10 +217,18 @@ def run_arm(
     evals = read_jsonl(summary.run_dir / "eval.jsonl")
     tests = {int(r["step"]): r for r in read_jsonl(summary.run_dir / TEST_FILE)}
     before, after = tests[0], tests[max(tests)]
+    if args.general and "general" not in initial[team]:
+        initial[team]["general"] = evaluate_difficulties(args, team, Path(init), f"general-{team}-warm")
+    general = evaluate_difficulties(args, team, summary.run_dir, f"general-{name}-seed{seed}")
+    minutes = np.cumsum([0.0] + [r["time/step"] / 60 for r in steps])  # training minutes after step i
     return {
         "arm": name,
         "seed": seed,
         "curve": {int(r["step"]): float(r["success"]) for r in evals},
+        # [step, training minutes at that step, validation success] per evaluation
+        "curve_minutes": [[int(r["step"]), float(minutes[r["step"]]), float(r["success"])] for r in evals],
+        "steps": summary.steps,
+        "general": general,
         "before": float(before["success"]),
         "after": float(after["success"]),
         "before_task_se": float(before["success_se"]),
@@ -171,8 +245,72 @@ def run_arm(
     }
 
 
-def summarise(runs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """Per arm: success before / after / gain as (mean, s.e.) over seeds, mean curve, samples."""
+def evaluate_difficulties(
+    args: argparse.Namespace, team: str, weights: Path, name: str
+) -> dict[str, dict[str, float]]:
+    """Held-out test success of ``team`` with ``weights`` (a run dir) on each ``--general``
+    difficulty: difficulty -> {"success", "success_se", "tasks", "first_task_seed"}."""
+    if not args.general:
+        return {}
+    from benchmarks.eval_config import EvalConfig
+    from benchmarks.evaluate import run_evaluation
+
+    config = EvalConfig(
+        env=(args.env,),
+        difficulty=tuple(args.general),
+        env_kwargs=json.loads(args.env_kwargs),
+        team=team,
+        model=str(weights),
+        baselines=(),
+        episodes=args.general_tasks,
+        seeds=(0,),
+        output_dir=str(Path(args.output_dir) / (args.run_name or envs.spec(args.env).name.replace("/", "_"))),
+        run_name=name,
+        transcripts=0,
+        plots=False,
+        progress=args.progress,
+    )
+    results = run_evaluation(config)
+    out = {}
+    for difficulty in args.general:
+        cell = results.cell(results.rows[0], args.env, difficulty)
+        out[difficulty] = {
+            "success": float(cell.mean["success"]),
+            "success_se": float(cell.task_se),
+            "tasks": len(cell.tasks[0]),
+            "first_task_seed": int(cell.tasks[0][0]),
+        }
+    return out
+
+
+def minute_curve(runs: list[dict[str, Any]], every: float) -> dict[float, tuple[float, float]]:
+    """Validation success (mean, s.e. over seeds) at each mark of ``every`` training minutes
+    that every run evaluated at: a run evaluates after the step that passes a mark, so its
+    evaluation counts for the last mark it passed."""
+    per_run = [
+        {round(every * int(at // every + 1e-9), 6): success for _, at, success in r["curve_minutes"]}
+        for r in runs
+    ]
+    marks = sorted(set.intersection(*(set(curve) for curve in per_run)))
+    return {mark: mean_se([curve[mark] for curve in per_run]) for mark in marks}
+
+
+def _check_same_run(run_dir: Path, config: Any) -> None:
+    """Refuses to resume a run dir that an earlier benchmark with other settings left there (it
+    would continue that run, not this one's)."""
+    saved = json.loads((run_dir / "config.json").read_text())
+    for field in ("init", "algo", "team", "train_minutes", "steps", "lr", "temperature", "seed"):
+        if field in saved and saved[field] != getattr(config, field):
+            raise SystemExit(
+                f"python -m benchmarks.learning: {run_dir} holds a run with {field}={saved[field]!r}, not "
+                f"{getattr(config, field)!r}: pass another --run-name (or remove that directory)"
+            )
+
+
+def summarise(runs: list[dict[str, Any]], minutes_every: float = 0.0) -> dict[str, dict[str, Any]]:
+    """Per arm: success before / after / gain as (mean, s.e.) over seeds, mean curves (against
+    steps, and against training minutes: at ``minutes_every`` marks, else the seeds' mean
+    minutes at each step), the --general difficulties, samples and times."""
     out: dict[str, dict[str, Any]] = {}
     for name in ARMS:
         mine = [r for r in runs if r["arm"] == name]
@@ -181,6 +319,17 @@ def summarise(runs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
         # a run read back from the results JSON has its curve's steps as strings
         curves = [{int(step): success for step, success in r["curve"].items()} for r in mine]
         steps = sorted(set.intersection(*(set(curve) for curve in curves)))
+        if minutes_every:
+            by_minutes = minute_curve(mine, minutes_every)
+        elif all("curve_minutes" in r for r in mine):  # at each step, the seeds' mean minutes
+            at_step = [{step: minutes for step, minutes, _ in r["curve_minutes"]} for r in mine]
+            by_minutes = {
+                float(np.mean([at[s] for at in at_step])): mean_se([curve[s] for curve in curves])
+                for s in steps
+            }
+        else:  # runs recorded before the minute curves
+            by_minutes = {}
+        difficulties = sorted(set.intersection(*(set(r.get("general", {})) for r in mine)))
         out[name] = {
             "seeds": [r["seed"] for r in mine],
             "before": mean_se([r["before"] for r in mine]),
@@ -191,6 +340,16 @@ def summarise(runs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
             "after_task_se": float(np.mean([r["after_task_se"] for r in mine])),
             "test_tasks": mine[0]["test_tasks"],
             "curve": {s: mean_se([curve[s] for curve in curves]) for s in steps},
+            "curve_minutes": by_minutes,
+            "general": {
+                d: {
+                    "after": mean_se([r["general"][d]["success"] for r in mine]),
+                    "after_task_se": float(np.mean([r["general"][d]["success_se"] for r in mine])),
+                }
+                for d in difficulties
+            },
+            # runs recorded before "steps" ran to their last evaluation
+            "steps": mean_se([float(r.get("steps", max(c))) for r, c in zip(mine, curves, strict=True)]),
             "samples": float(np.mean([r["samples"] for r in mine])),
             "train_min": float(np.mean([r["phases"]["time/step"] for r in mine])) / 60,
             "wall_min": float(np.mean([r["wall_s"] for r in mine])) / 60,
@@ -200,20 +359,27 @@ def summarise(runs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 
 
 def plot(summary: dict[str, dict[str, Any]], path: Path, title: str) -> Path | None:
-    """Validation success vs training step per arm, mean +- 1 s.e. over seeds."""
+    """Validation success per arm, mean +- 1 s.e. over seeds, against training minutes (or
+    against steps for results recorded before the minute curves)."""
     try:
         from matplotlib.figure import Figure
     except ImportError:
         return None
+    by_minutes = all(arm.get("curve_minutes") for arm in summary.values())
     figure = Figure(figsize=(6.4, 4.2))
     axes = figure.subplots()
     for name, arm in summary.items():
-        steps = sorted(arm["curve"])
-        mean = np.array([arm["curve"][s][0] for s in steps])
-        se = np.array([arm["curve"][s][1] for s in steps])
-        axes.plot(steps, mean, marker="o", label=f"{name} ({len(arm['seeds'])} seeds)")
-        axes.fill_between(steps, mean - se, mean + se, alpha=0.2)
-    axes.set_xlabel("training step (0: the warm start)")
+        curve = arm["curve_minutes"] if by_minutes else arm["curve"]
+        xs = sorted(curve)
+        mean = np.array([curve[x][0] for x in xs])
+        se = np.array([curve[x][1] for x in xs])
+        axes.plot(xs, mean, marker="o", label=f"{name} ({len(arm['seeds'])} seeds)")
+        axes.fill_between(xs, mean - se, mean + se, alpha=0.2)
+    axes.set_xlabel(
+        "training minutes (rollout + update; 0: the warm start)"
+        if by_minutes
+        else "training step (0: the warm start)"
+    )
     axes.set_ylabel("validation success (greedy)")
     axes.set_title(title, fontsize=9)
     axes.grid(alpha=0.3)
@@ -223,11 +389,20 @@ def plot(summary: dict[str, dict[str, Any]], path: Path, title: str) -> Path | N
     return path
 
 
-def print_report(summary: dict[str, dict[str, Any]], args: argparse.Namespace, warm_min: float) -> None:
-    fmt = lambda ms: f"{ms[0]:.3f} +- {ms[1]:.3f}"  # noqa: E731
+def _fmt(mean_and_se: tuple[float, float] | list[float]) -> str:
+    return f"{mean_and_se[0]:.3f} +- {mean_and_se[1]:.3f}"
+
+
+def print_report(
+    summary: dict[str, dict[str, Any]],
+    args: argparse.Namespace,
+    warm_min: dict[str, float],
+    initial: dict[str, dict[str, Any]],
+) -> None:
     header = [
         "arm",
         "seeds",
+        "steps",
         "samples/run",
         "test success before",
         "test success after",
@@ -241,10 +416,11 @@ def print_report(summary: dict[str, dict[str, Any]], args: argparse.Namespace, w
         [
             name,
             str(len(arm["seeds"])),
+            f"{arm['steps'][0]:.1f}",
             f"{arm['samples']:.0f}",
-            fmt(arm["before"]),
-            fmt(arm["after"]),
-            fmt(arm["gain"]),
+            _fmt(arm["before"]),
+            _fmt(arm["after"]),
+            _fmt(arm["gain"]),
             f"{arm['after_task_se']:.3f}",
             f"{arm['train_min']:.1f}",
             f"{arm['phases_min']['time/generate']:.1f}",
@@ -252,25 +428,50 @@ def print_report(summary: dict[str, dict[str, Any]], args: argparse.Namespace, w
         ]
         for name, arm in summary.items()
     ]
+    from trainers.config import UNCAPPED_STEPS
+
+    budget = (
+        f"{args.minutes:g} training minutes per arm"
+        + (f" (at most {args.steps} steps)" if args.steps != UNCAPPED_STEPS else "")
+        if args.minutes
+        else f"{args.steps} RL steps x {args.tasks_per_step} tasks (single: x2)"
+    )
     print(
-        f"\nLearning benchmark: {args.env}, {args.model}, warm start {warm_min:.1f} min, "
-        f"then {args.steps} RL steps x {args.tasks_per_step} tasks (single: x2), K={args.num_generations}, "
-        f"lr={args.lr}, passes={args.passes}; held-out test success on {args.test_tasks} tasks from test "
-        f"index {envs.HELDOUT_TEST_START} (greedy), mean +- s.e. over seeds {args.seeds}; task s.e.: the "
-        f"standard error over those test tasks; curves: {args.eval_split} success on {args.eval_tasks} tasks"
+        f"\nLearning benchmark: {args.env}, {args.model}, warm start "
+        + ", ".join(f"{team} {minutes:.1f}" for team, minutes in warm_min.items())
+        + " training min, "
+        f"then {budget}, K={args.num_generations}, lr={args.lr}, passes={args.passes}; held-out test "
+        f"success on {args.test_tasks} tasks from test index {envs.HELDOUT_TEST_START} (greedy), mean "
+        f"+- s.e. over seeds {args.seeds}; task s.e.: the standard error over those test tasks; curves: "
+        f"{args.eval_split} success on {args.eval_tasks} tasks"
     )
     print_table(header, rows)
-    if "at_grpo-mas" in summary:
-        a = summary["at_grpo-mas"]["after"]
-        for other in ("grpo-mas", "grpo-single"):
-            if other in summary:
-                b = summary[other]["after"]
-                diff, se = a[0] - b[0], float(np.hypot(a[1], b[1]))
-                ratio = diff / se if se > 0 else float("nan")
-                print(f"at_grpo-mas - {other}: {diff:+.3f} +- {se:.3f} (s.e.; {ratio:+.1f} s.e.)")
+    for first, other in COMPARISONS:
+        if first in summary and other in summary:
+            a, b = summary[first]["after"], summary[other]["after"]
+            diff, se = a[0] - b[0], float(np.hypot(a[1], b[1]))
+            ratio = diff / se if se > 0 else float("nan")
+            print(f"{first} - {other}: {diff:+.3f} +- {se:.3f} (s.e.; {ratio:+.1f} s.e.)")
     print(
         "train min: the arm's training steps (rollout + update), evaluations excluded; gen / learn: its parts"
     )
+    if args.general:
+        print(
+            f"\nGeneralisation (trained on the preset's difficulty only): held-out test success on "
+            f"{args.general_tasks} tasks per difficulty, before (the warm start) -> after, mean +- s.e. "
+            "over seeds"
+        )
+        general_rows = []
+        for name, arm in summary.items():
+            team_before = initial.get(ARMS[name][1], {}).get("general", {})
+            cells = [
+                f"{team_before[d]['success']:.3f} -> {_fmt(arm['general'][d]['after'])}"
+                if d in team_before and d in arm["general"]
+                else "n/a"
+                for d in args.general
+            ]
+            general_rows.append([name, *cells])
+        print_table(["arm", *args.general], general_rows)
 
 
 def main(argv: list[str] | None = None) -> dict[str, dict[str, Any]]:
@@ -280,17 +481,36 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, Any]]:
         "--env-kwargs", default="{}", help="JSON, merged over the env preset (trainers/config.py)"
     )
     parser.add_argument("--model", default="smollm2-135m-instruct")
-    parser.add_argument("--init", default=None, help="a warm-start run dir to reuse (skips step 0)")
+    parser.add_argument(
+        "--init", default=None, help="a warm-start run dir every arm starts from (skips step 0)"
+    )
+    parser.add_argument(
+        "--warm-minutes",
+        type=float,
+        default=0.0,
+        help="train each team's warm start for this many minutes of updates (0: --sft-steps steps)",
+    )
     # None: trainers.sft's defaults (SFTConfig), the measured warm-start recipe.
     parser.add_argument("--sft-steps", type=int, default=None, help="default: SFTConfig.steps")
     parser.add_argument("--sft-batch-size", type=int, default=None, help="default: SFTConfig.batch_size")
     parser.add_argument("--sft-lr", type=float, default=None, help="default: SFTConfig's (by --lora)")
     parser.add_argument("--sft-train-tasks", type=int, default=None, help="default: SFTConfig.train_tasks")
-    parser.add_argument("--arms", nargs="+", default=list(ARMS), choices=list(ARMS))
+    parser.add_argument("--arms", nargs="+", default=list(DEFAULT_ARMS), choices=list(ARMS))
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    parser.add_argument("--steps", type=int, default=12)
     parser.add_argument(
-        "--tasks-per-step", type=int, default=4, help="of the mas arms (the single arm: twice)"
+        "--minutes",
+        type=float,
+        default=0.0,
+        help="equal wall time: each arm trains this many minutes (rollout + update); 0: --steps",
+    )
+    parser.add_argument(
+        "--steps",
+        type=int,
+        default=None,
+        help="steps per arm (default 12; with --minutes a cap, default: none)",
+    )
+    parser.add_argument(
+        "--tasks-per-step", type=int, default=4, help="of the team arms (the single arm: twice)"
     )
     parser.add_argument("-K", "--num-generations", type=int, default=4)
     # lr and temperature: the better of (5e-4, 1.0) and (1e-4, 0.7) on the validation slice
@@ -298,9 +518,17 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, Any]]:
     parser.add_argument("--lr", type=float, default=1e-4)
     parser.add_argument("--passes", type=int, default=1)
     parser.add_argument("--temperature", type=float, default=0.7)
-    parser.add_argument("--max-new-tokens", type=int, default=16)
+    parser.add_argument(
+        "--max-new-tokens", type=int, default=16, help="of the move replies (a tool's program: its preset)"
+    )
     parser.add_argument("--eval-tasks", type=int, default=64, help="validation tasks of the curves")
-    parser.add_argument("--eval-every", type=int, default=6, help="0: only before and after")
+    parser.add_argument("--eval-every", type=int, default=6, help="steps; 0: only before and after")
+    parser.add_argument(
+        "--eval-every-minutes",
+        type=float,
+        default=None,
+        help="with --minutes: evaluate every N training minutes (default: --minutes / 2)",
+    )
     parser.add_argument(
         "--eval-split",
         choices=["validation"],
@@ -313,6 +541,13 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, Any]]:
         default=envs.splits.HEADLINE_TEST_TASKS,
         help="held-out test tasks (the protocol's block) before and after each run",
     )
+    parser.add_argument(
+        "--general",
+        nargs="*",
+        default=[],
+        help="difficulty presets never trained on, played after each run (e.g. medium hard)",
+    )
+    parser.add_argument("--general-tasks", type=int, default=128, help="test tasks per --general difficulty")
     parser.add_argument("--response-prefix", default="<answer>")
     parser.add_argument("--output-dir", default="runs/learning-benchmark")
     parser.add_argument("--run-name", default=None, help="default: the env's name; a rerun resumes it")
@@ -321,22 +556,35 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, Any]]:
     args = parser.parse_args(argv)
     if args.test_tasks < 1:
         parser.error("--test-tasks must be >= 1: the benchmark's numbers are the held-out test success")
+    if args.minutes < 0 or args.warm_minutes < 0:
+        parser.error("--minutes and --warm-minutes must be >= 0 (0: count steps instead)")
+    if args.eval_every_minutes is not None and not args.minutes:
+        parser.error("--eval-every-minutes needs --minutes (without it, pass --eval-every STEPS)")
+    if args.init and args.warm_minutes:
+        parser.error("--warm-minutes trains the warm starts; --init reuses one: pass one of them")
 
-    from trainers.config import TrainConfig
+    from trainers.config import UNCAPPED_STEPS, TrainConfig
 
+    if args.steps is None:
+        args.steps = UNCAPPED_STEPS if args.minutes else 12
+    if args.minutes:
+        args.eval_every = 0  # the minute marks evaluate
+        if args.eval_every_minutes is None:
+            args.eval_every_minutes = args.minutes / 2
     out = Path(args.output_dir) / (args.run_name or envs.spec(args.env).name.replace("/", "_"))
     out.mkdir(parents=True, exist_ok=True)
     results = Path(args.results) if args.results else out / "learning.json"
     record = _resume_record(results, args)
-    init, warm_min = warm_start(args, out)
-    record.update({"args": vars(args), "warm_start": str(init)})
-    record.setdefault("warm_start_min", warm_min)
+    warm = warm_starts(args, out)
+    record.update({"args": vars(args), "warm_start": {team: run for team, (run, _) in warm.items()}})
+    record["warm_start_min"] = {team: minutes for team, (_, minutes) in warm.items()}
     base = TrainConfig(
         env=args.env,
         env_kwargs=json.loads(args.env_kwargs),
         model=args.model,
-        init=str(init),
         steps=args.steps,
+        train_minutes=args.minutes,
+        eval_every_minutes=args.eval_every_minutes or 0.0,
         tasks_per_step=args.tasks_per_step,
         num_generations=args.num_generations,
         lr=args.lr,
@@ -351,7 +599,8 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, Any]]:
         output_dir=str(out),
         transcripts=2,
         keep_checkpoints=1,
-        checkpoint_every=max(1, args.steps // 2),  # an interrupted arm loses at most half its steps
+        # an interrupted arm loses at most half its steps (with --minutes: its marks checkpoint)
+        checkpoint_every=UNCAPPED_STEPS if args.minutes else max(1, args.steps // 2),
         progress=args.progress,
     )
     done = {(r["arm"], r["seed"]) for r in record["runs"]}
@@ -360,14 +609,16 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, Any]]:
             if (name, seed) in done:
                 print(f"{name} seed {seed}: done (in {results}), skipped")
                 continue
-            record["runs"].append(run_arm(name, seed, base, record["initial"]))
+            init = warm[ARMS[name][1]][0]
+            record["runs"].append(run_arm(name, seed, base, record["initial"], args, init))
             _write_json(results, record)  # a finished cell is never run again
     runs = [r for r in record["runs"] if r["arm"] in args.arms and r["seed"] in args.seeds]
-    summary = summarise(runs)
-    print_report(summary, args, record["warm_start_min"])
+    summary = summarise(runs, args.eval_every_minutes or 0.0)
+    print_report(summary, args, record["warm_start_min"], record["initial"])
     record["summary"] = summary
     _write_json(results, record)
-    png = plot(summary, results.with_suffix(".png"), f"{args.env}: validation success from one warm start")
+    budget = f"{args.minutes:g} training minutes per arm" if args.minutes else f"{args.steps} steps per arm"
+    png = plot(summary, results.with_suffix(".png"), f"{args.env}: validation success, {budget}")
     print(f"results: {results}" + (f", curves: {png}" if png else ""))
     return summary
 

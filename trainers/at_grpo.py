@@ -61,6 +61,7 @@ from trainers.checkpoint import (
     resume_checkpoint,
 )
 from trainers.cli import config_to_dict, parse_overrides
+from trainers.clock import TrainingClock, trained_seconds
 from trainers.config import (
     RESUMABLE_OVERRIDES,
     ConfigError,
@@ -389,8 +390,14 @@ def _train(
         after = evals[last_eval] if evals else before  # a resumed run's latest evaluation
         eval_text, train_text = _eval_line(last_eval, after, config.eval_split), ""
         progress.show(eval_text)
+        clock = TrainingClock(
+            config.train_minutes, config.eval_every_minutes, trained_seconds(run_dir, start)
+        )
+        final = start
         try:
             for step in range(start + 1, config.steps + 1):
+                if clock.spent():  # a resumed run whose budget ran out at its checkpoint
+                    break
                 def record_trees(batch: RolloutBatch, advantages: np.ndarray, step: int = step) -> None:
                     write_trees(run_dir, step, batch.samples, advantages, config.report_trees)
 
@@ -400,16 +407,17 @@ def _train(
                 if config.save_episodes:
                     write_episodes(run_dir, step, episodes)
                 logger.log_step(step, metrics)
-                train_text = _train_line(step, metrics)
+                at_mark = clock.add(metrics["time/step"])
+                train_text = _train_line(step, metrics) + clock.text()
                 progress.show(f"{train_text} | {eval_text}")
-                last = step == config.steps
-                if last or (config.eval_every and step % config.eval_every == 0):
+                last = step == config.steps or clock.spent()
+                if last or at_mark or (config.eval_every and step % config.eval_every == 0):
                     where = f"{config.eval_tasks} {config.eval_split} tasks"
                     progress.phase(f"step {step}: evaluating on {where}")
                     after = _evaluate(config, runtime, logger, step)  # also redraws the plots
                     eval_text = _eval_line(step, after, config.eval_split)
                     progress.show(f"{train_text} | {eval_text}")
-                if last or step % config.checkpoint_every == 0:
+                if last or at_mark or step % config.checkpoint_every == 0:
                     progress.phase(f"step {step}: saving a checkpoint")
                     runtime.save_checkpoint(
                         run_dir,
@@ -418,7 +426,9 @@ def _train(
                         keep=config.keep_checkpoints,
                     )
                 progress.advance()
-            final = max(start, config.steps)
+                final = step
+                if last:
+                    break
             if plays_test(config) and final not in tests:  # after the last step's checkpoint
                 progress.phase(f"step {final}: evaluating on {config.test_tasks} held-out test tasks")
                 tests[final] = _evaluate(config, runtime, logger, final, test=True)
@@ -446,14 +456,14 @@ def _train(
     }
     return Summary(
         run_dir,
-        config.steps,
+        final,
         before,
         after,
         phase_seconds,
         time.perf_counter() - started,
         warm_started=config.init is not None,
         test_before=tests.get(0),
-        test_after=tests.get(max(start, config.steps)),
+        test_after=tests.get(final),
         eval_split=config.eval_split,
     )
 

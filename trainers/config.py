@@ -209,7 +209,11 @@ class TrainConfig(BackendConfig):
 
     # --- optimisation ---
     steps: int | None = None
-    """Training steps (rollout + update) (None: the env preset's)."""
+    """Training steps (rollout + update) (None: the env preset's; with --train-minutes, no cap)."""
+    train_minutes: float = 0.0
+    """Training-time budget: stop after the first step at which the steps' summed time (rollout +
+    update; loading, evaluations and checkpoints excluded) reaches N minutes, --steps still capping
+    the run (0: none). For comparisons at equal wall time (benchmarks.learning --minutes)."""
     lr: float | None = None
     """AdamW learning rate (None: 5e-4 with LoRA, 1e-4 with LoRA from --init, 1e-5 for full weights)."""
     loss: Literal["grpo", "dapo", "dr_grpo"] = "grpo"
@@ -261,6 +265,9 @@ class TrainConfig(BackendConfig):
     eval_every: int | None = None
     """Evaluate on --eval-split tasks every N steps, before training and at the end (0: only those two)
     (None: the env preset's)."""
+    eval_every_minutes: float = 0.0
+    """Also evaluate (and checkpoint) after the first step past every N minutes of training time
+    (as --train-minutes counts it), for curves at fixed wall-time marks (0: off)."""
     eval_tasks: int | None = None
     """Tasks per in-run evaluation (one episode each, K = 1) (None: the env preset's)."""
     eval_temperature: float = 0.0
@@ -351,6 +358,7 @@ class TrainConfig(BackendConfig):
 # Fields a resumed run may change; everything else must match the saved config.
 RESUMABLE_OVERRIDES = frozenset(
     {"steps", "progress", "tensorboard", "plots", "resume", "eval_every", "threads", "report_trees"}
+    | {"train_minutes", "eval_every_minutes"}
     | {"runtime", "ray_address", "rollout_workers", "engine_replicas", "ray_resources"}  # where, not what
 )
 
@@ -412,6 +420,8 @@ def _validate(config: TrainConfig) -> None:
     _check_ray_resources(config.ray_resources)
 
     _positive(config, "eval_every", 0)
+    _positive(config, "train_minutes", 0)
+    _positive(config, "eval_every_minutes", 0)
     _positive(config, "test_tasks", 0)
     _positive(config, "transcripts", 0)
     _positive(config, "report_trees", 0)
@@ -622,6 +632,10 @@ def _env_name(env_id: str) -> str:
         raise ConfigError(f"env={env_id!r}: {err}") from None
 
 
+UNCAPPED_STEPS = 1_000_000
+"""``steps`` of a run that only --train-minutes ends."""
+
+
 def resolve_config(config: TrainConfig) -> TrainConfig:
     """Fill every ``None`` preset field from the algo and env presets (explicit values win;
     ``env_kwargs`` is merged over the preset's)."""
@@ -638,6 +652,8 @@ def resolve_config(config: TrainConfig) -> TrainConfig:
     }
     preset["role_max_new_tokens"] = preset_role_lengths(name, [config.team])
     updates.update({key: {**preset[key], **getattr(config, key)} for key in merged})
+    if config.steps is None and config.train_minutes:  # the time budget ends the run
+        updates["steps"] = UNCAPPED_STEPS
     if config.test_tasks is None:
         eval_tasks = config.eval_tasks if config.eval_tasks is not None else env_values["eval_tasks"]
         updates["test_tasks"] = eval_tasks

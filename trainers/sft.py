@@ -49,6 +49,7 @@ from agents.team import Team
 from trainers.backends import apply_thread_policy
 from trainers.checkpoint import latest_checkpoint, load_checkpoint, resume_checkpoint, save_checkpoint
 from trainers.cli import config_to_dict, parse_overrides
+from trainers.clock import TrainingClock, trained_seconds
 from trainers.config import ConfigError, check_role_names
 from trainers.demonstrations import oracle_demonstrations, replayed_demonstrations
 from trainers.episode_store import RecordedEpisode, read_episodes
@@ -370,8 +371,12 @@ def _run_sft(config: SFTConfig, progress: RunProgress, started: float) -> SFTSum
         val_after = vals[-1] if vals else val_before
         eval_text = f"held-out (step {max(evals, default=0)}): success {after['success']:.2f}"
         progress.show(eval_text)
+        clock = TrainingClock(config.train_minutes, seconds=trained_seconds(run_dir, start))
+        final = start
         try:
             for step in range(start + 1, config.steps + 1):
+                if clock.spent():  # a resumed run whose budget ran out at its checkpoint
+                    break
                 progress.phase(f"step {step}: updating on {config.batch_size} demonstrations")
                 step_start = time.perf_counter()
                 batch = [train[i] for i in batch_indices(len(train), config.batch_size, config.seed, step)]
@@ -389,13 +394,14 @@ def _run_sft(config: SFTConfig, progress: RunProgress, started: float) -> SFTSum
                     **{f"learner/{name}/{k}": v for name, m in per_unit.items() for k, v in m.items()},
                 }
                 metrics["time/step"] = time.perf_counter() - step_start  # the update alone
-                last = step == config.steps
+                clock.add(metrics["time/step"])
+                last = step == config.steps or clock.spent()
                 evaluating = last or bool(config.eval_every and step % config.eval_every == 0)
                 if evaluating or step % config.val_every == 0:
                     progress.phase(f"step {step}: validation NLL")
                     metrics["val_nll"] = val_after = learner.nll(val)["all"]
                 logger.log_step(step, metrics)
-                train_text = f"step {step}: nll {metrics['nll']:.3f}  val nll {val_after:.3f}"
+                train_text = f"step {step}: nll {metrics['nll']:.3f}  val nll {val_after:.3f}" + clock.text()
                 progress.show(f"{train_text} | {eval_text}")
                 if evaluating:
                     after = evaluate_at(step, val_after)
@@ -411,13 +417,16 @@ def _run_sft(config: SFTConfig, progress: RunProgress, started: float) -> SFTSum
                         keep=config.keep_checkpoints,
                     )
                 progress.advance()
-            if start >= config.steps and max(evals, default=-1) != start:
+                final = step
+                if last:
+                    break
+            if final == start and max(evals, default=-1) != start:
                 # Resumed with --steps at (or below) the last checkpoint, e.g. to end a run
                 # early: no step is left, but these weights were never evaluated, and the
                 # summary must not report an older evaluation as "after".
                 val_after = learner.nll(val)["all"]
                 after = evaluate_at(start, val_after)
-            test_at(max(start, config.steps))  # the final weights' test number
+            test_at(final)  # the final weights' test number
             progress.phase("done")
         except KeyboardInterrupt:
             progress.close()
@@ -429,14 +438,14 @@ def _run_sft(config: SFTConfig, progress: RunProgress, started: float) -> SFTSum
             raise
     return SFTSummary(
         run_dir,
-        config.steps,
+        final,
         before,
         after,
         (val_before, val_after),
         len(train),
         time.perf_counter() - started,
         test_before=tests.get(0),
-        test_after=tests.get(max(start, config.steps)),
+        test_after=tests.get(final),
         eval_split=config.eval_split,
     )
 

@@ -79,7 +79,11 @@ class SFTConfig:
 
     # --- optimisation ---
     steps: int = 240
-    """Optimiser steps."""
+    """Optimiser steps (the cap, with --train-minutes)."""
+    train_minutes: float = 0.0
+    """Training-time budget: stop after the first step at which the updates' summed time (validation,
+    evaluations and checkpoints excluded) reaches N minutes (0: none; --steps still caps the run, and
+    a cosine schedule still spans --steps). For warm starts of equal minutes (benchmarks.learning)."""
     batch_size: int = 16
     """Demonstrations (turns) per step, drawn in a seeded order, epoch after epoch."""
     lr: float | None = None
@@ -164,6 +168,7 @@ class SFTConfig:
         check_role_values(self.role_max_new_tokens, "max_new_tokens", int, "320")
         _positive(self, "threads")
         _positive(self, "eval_every", 0)
+        _positive(self, "train_minutes", 0)
         _positive(self, "test_tasks", 0)
         _positive(self, "transcripts", 0)
         if isinstance(self.demos, str):  # config.json of runs saved before demos was a tuple
@@ -201,6 +206,7 @@ class SFTConfig:
 # Fields a resumed warm start may change; everything else must match the saved config.
 SFT_RESUMABLE_OVERRIDES = frozenset(
     {"steps", "progress", "tensorboard", "plots", "resume", "eval_every", "val_every", "threads"}
+    | {"train_minutes"}
 )
 
 

@@ -1,22 +1,36 @@
-"""The learning benchmark: one warm start, three arms x seeds, mean +- s.e. (the figures
-themselves are not asserted: they are what the benchmark measures)."""
+"""The learning benchmark: warm starts, arms x seeds, mean +- s.e., at equal samples or equal
+wall time (the figures themselves are not asserted: they are what the benchmark measures)."""
 
 from __future__ import annotations
 
 import json
 import re
 import shutil
+from pathlib import Path
 
 import pytest
 
 import envs
 from benchmarks import learning
+from trainers.run_log import read_jsonl
 
 
 def test_mean_and_standard_error():
     assert learning.mean_se([0.5]) == (0.5, 0.0)
     mean, se = learning.mean_se([0.2, 0.4, 0.6])
     assert mean == pytest.approx(0.4) and se == pytest.approx(0.2 / 3**0.5)
+
+
+def test_a_run_dir_left_by_a_benchmark_with_other_settings_is_refused_not_resumed(tmp_path):
+    import dataclasses
+
+    from trainers.config import TrainConfig
+
+    (tmp_path / "config.json").write_text(json.dumps({"init": "runs/old-warm-start", "seed": 0}))
+    config = TrainConfig(init="runs/new-warm-start", seed=0)
+    with pytest.raises(SystemExit, match="init='runs/old-warm-start'.*--run-name"):
+        learning._check_same_run(tmp_path, config)
+    learning._check_same_run(tmp_path, dataclasses.replace(config, init="runs/old-warm-start"))  # the same
 
 
 @pytest.mark.slow
@@ -26,7 +40,7 @@ def test_smoke_run_prints_every_arm_and_a_rerun_resumes_it(tmp_path, capsys):
         "--sft-steps", "2", "--sft-train-tasks", "8", "--steps", "1", "--seeds", "0", "1",
         "--tasks-per-step", "2", "-K", "2", "--max-new-tokens", "1", "--response-prefix", "",
         "--eval-tasks", "4", "--eval-every", "1", "--test-tasks", "8", "--no-progress",
-        "--output-dir", str(tmp_path),
+        "--output-dir", str(tmp_path), "--arms", "at_grpo-mas", "grpo-mas", "grpo-single",
     ]  # fmt: skip
     summary = learning.main(args)
     out = capsys.readouterr().out
@@ -34,7 +48,8 @@ def test_smoke_run_prints_every_arm_and_a_rerun_resumes_it(tmp_path, capsys):
     for name, arm in summary.items():
         assert arm["seeds"] == [0, 1] and sorted(arm["curve"]) == [0, 1]
         assert arm["test_tasks"] == 8 and 0 <= arm["after_task_se"] <= 0.5
-        assert re.search(rf"{name}\s+2\s+\d+\s+[\d.]+ \+- [\d.]+", out), name
+        # seeds, steps, samples, success before
+        assert re.search(rf"{name}\s+2\s+[\d.]+\s+\d+\s+[\d.]+ \+- [\d.]+", out), name
     # Equal budgets are printed, not assumed: the single team gets twice the tasks.
     assert summary["grpo-single"]["samples"] == summary["grpo-mas"]["samples"] > 0
     assert "at_grpo-mas - grpo-mas:" in out and "at_grpo-mas - grpo-single:" in out
@@ -42,8 +57,10 @@ def test_smoke_run_prints_every_arm_and_a_rerun_resumes_it(tmp_path, capsys):
     (result,) = tmp_path.glob("*/learning.json")
     record = json.loads(result.read_text())
     assert len(record["runs"]) == 6 and (result.parent / "learning.png").is_file()
+    # one warm start per team, each arm from its team's
+    assert sorted(record["warm_start"]) == ["mas", "single"]
     assert all(json.loads((result.parent / f"{r['arm']}-seed{r['seed']}" / "config.json").read_text())["init"]
-               == record["warm_start"] for r in record["runs"])  # fmt: skip
+               == record["warm_start"][r["arm"].split("-")[1]] for r in record["runs"])  # fmt: skip
     assert {r["first_test_seed"] for r in record["runs"]} == {envs.heldout_seeds(1)[0]}
     # The same command again: every (arm, seed) is in the results file, nothing is retrained.
     again = learning.main(args)
@@ -67,3 +84,37 @@ def test_smoke_run_prints_every_arm_and_a_rerun_resumes_it(tmp_path, capsys):
     # Other settings would mix two measurements in one file: refused, naming the flag.
     with pytest.raises(SystemExit, match="--lr"):
         learning.main([*args, "--lr", "0.5"])
+
+
+@pytest.mark.slow
+def test_equal_wall_time_arms_stop_on_their_minutes_and_play_the_other_difficulties(tmp_path, capsys):
+    """--minutes: each arm trains until its minutes are spent (a tiny budget: one step each,
+    whatever the machine), evaluates at its minute marks, and --general plays the difficulty
+    presets never trained on, before (per team) and after (per arm)."""
+    args = [
+        "--model", "tiny-test", "--env", "tests.trainers.conftest:test/graded_one_token",
+        "--warm-minutes", "0.000001", "--sft-train-tasks", "8", "--minutes", "0.000001",
+        "--seeds", "0", "--tasks-per-step", "2", "-K", "2", "--max-new-tokens", "1",
+        "--response-prefix", "", "--eval-tasks", "4", "--test-tasks", "8", "--general", "medium", "hard",
+        "--general-tasks", "4", "--no-progress", "--output-dir", str(tmp_path),
+    ]  # fmt: skip
+    summary = learning.main(args)
+    out = capsys.readouterr().out
+    assert set(summary) == set(learning.DEFAULT_ARMS)
+    (result,) = tmp_path.glob("*/learning.json")
+    record = json.loads(result.read_text())
+    assert sorted(record["warm_start"]) == ["mas", "single", "tool"]
+    for team, run_dir in record["warm_start"].items():
+        steps = [r["step"] for r in read_jsonl(Path(run_dir) / "metrics.jsonl")]
+        assert steps == [1], (team, steps)  # the warm start's minutes ended it after one update
+        assert record["warm_start_min"][team] > 0
+    for run in record["runs"]:
+        assert run["steps"] == 1  # the budget, not a step count, ended the arm
+        assert [step for step, _, _ in run["curve_minutes"]] == [0, 1]
+        assert set(run["general"]) == {"medium", "hard"} and run["general"]["hard"]["tasks"] == 4
+    for team in ("mas", "single", "tool"):
+        assert set(record["initial"][team]["general"]) == {"medium", "hard"}
+    assert "1e-06 training minutes per arm" in out and "Generalisation" in out
+    assert "at_grpo-tool - grpo-tool:" in out and "at_grpo-tool - grpo-single:" in out
+    assert (result.parent / "learning.png").is_file()
+

@@ -66,6 +66,23 @@ class OneTokenEnv(EvenPlanEnv):
         return "k"
 
 
+class GradedOneTokenEnv(OneTokenEnv):
+    """The one-token task under difficulty presets (the same task at each) and with a team
+    named ``tool``, for the learning benchmark's smoke run of its tool arms and its
+    generalisation columns (``benchmarks.learning --general``)."""
+
+    metadata = {**TextAECEnv.metadata, "name": "graded_one_token_v0"}
+    TEAMS = {**EvenPlanEnv.TEAMS, "tool": ("tool", "plan")}
+    DIFFICULTIES = ("easy", "medium", "hard")
+    TRAINING = envs.TrainingPreset(max_new_tokens=1, env_kwargs={"difficulty": "easy"})
+
+    def __init__(self, difficulty="easy", **kwargs):
+        if difficulty not in self.DIFFICULTIES:
+            raise ValueError(f"difficulty={difficulty!r}; choose one of {self.DIFFICULTIES}")
+        self.difficulty = difficulty
+        super().__init__(**kwargs)
+
+
 class OneLineProgramEnv(TextAECEnv):
     """A tool team on a one-line program: ``tool_0`` writes Python that reads two numbers on
     standard input and prints their sum (run in the sandbox, like a planning env's tool turn),
@@ -143,6 +160,8 @@ EVEN_PLAN_ID = "test/even_plan-v0"
 envs.register(EVEN_PLAN_ID, entry_point="tests.trainers.conftest:EvenPlanEnv")
 ONE_TOKEN_ID = "test/one_token-v0"
 envs.register(ONE_TOKEN_ID, entry_point="tests.trainers.conftest:OneTokenEnv")
+GRADED_ONE_TOKEN_ID = "test/graded_one_token-v0"
+envs.register(GRADED_ONE_TOKEN_ID, entry_point="tests.trainers.conftest:GradedOneTokenEnv")
 ONE_LINE_PROGRAM_ID = "test/one_line_program-v0"
 envs.register(ONE_LINE_PROGRAM_ID, entry_point="tests.trainers.conftest:OneLineProgramEnv")
 CRASH_ONCE_ID = "test/crash_once-v0"

@@ -405,9 +405,10 @@ def test_the_readme_env_trains_with_its_own_preset_from_its_directory(tmp_path):
 
 @pytest.mark.slow
 def test_bare_training_command_runs_with_the_default_model(tmp_path):
-    done = run_module(
-        "trainers.at_grpo", ["--env", "sokoban", "--steps", "1"], cwd=tmp_path, auto_threads=True
-    )
+    # One step and 4-task evaluations: what the bare command does, at a fifth of its evaluations'
+    # cost (an untrained team plays every cycle of every task with full-length replies).
+    args = ["--env", "sokoban", "--steps", "1", "--eval-tasks", "4", "--test-tasks", "4"]
+    done = run_module("trainers.at_grpo", args, cwd=tmp_path, auto_threads=True)
     assert done.returncode == 0, done.stderr[-3000:]
     (run,) = (tmp_path / "runs").iterdir()
     config = json.loads((run / "config.json").read_text())
@@ -507,6 +508,55 @@ def test_a_given_initial_evaluation_is_logged_as_step_0_instead_of_re_evaluating
     assert evals[0]["success"] == 0.125 and evals[0]["invalid_rate"] == 0.5
     assert summary.before == given
     assert not (summary.run_dir / "transcripts" / "eval_step_000000.md").exists()  # not re-evaluated
+
+
+def _clock_config(tmp_path: Path, **fields) -> TrainConfig:
+    return TrainConfig(
+        env=TEST_ENV,
+        model="tiny-test",
+        eval_every=0,
+        eval_tasks=4,
+        test_tasks=0,
+        tasks_per_step=4,
+        num_generations=4,
+        max_new_tokens=1,
+        response_prefix="",
+        output_dir=str(tmp_path),
+        run_name="run",
+        progress=False,
+        plots=False,
+        tensorboard=False,
+        **fields,
+    )
+
+
+def test_a_training_time_budget_ends_the_run_and_a_resume_past_it_adds_no_step(tmp_path):
+    from trainers.at_grpo import train
+    from trainers.checkpoint import latest_checkpoint
+    from trainers.config import UNCAPPED_STEPS
+
+    # Any step takes more than a millionth of a minute: the budget is spent by step 1, whatever
+    # the machine, and without --steps nothing else would end the run.
+    config = _clock_config(tmp_path, train_minutes=1e-6)
+    assert resolve_config(config).steps == UNCAPPED_STEPS
+    summary = train(config)
+    assert summary.steps == 1
+    assert [r["step"] for r in read_jsonl(summary.run_dir / "metrics.jsonl")] == [1]
+    assert [r["step"] for r in read_jsonl(summary.run_dir / "eval.jsonl")] == [0, 1]
+    assert latest_checkpoint(summary.run_dir).name == "step_000001"
+    resumed = train(load_run_config(summary.run_dir, {"resume": str(summary.run_dir), "progress": False}))
+    assert resumed.steps == 1
+    assert [r["step"] for r in read_jsonl(summary.run_dir / "metrics.jsonl")] == [1]
+
+
+def test_minute_marks_evaluate_and_checkpoint_after_the_step_that_passes_them(tmp_path):
+    from trainers.at_grpo import train
+
+    # Marks a millionth of a minute apart: every step passes one.
+    summary = train(_clock_config(tmp_path, steps=3, eval_every_minutes=1e-6, checkpoint_every=10))
+    assert [r["step"] for r in read_jsonl(summary.run_dir / "eval.jsonl")] == [0, 1, 2, 3]
+    checkpoints = sorted(p.name for p in (summary.run_dir / "checkpoints").iterdir())
+    assert checkpoints[-1] == "step_000003" and len(checkpoints) >= 2  # keep_checkpoints=2 newest
 
 
 @pytest.mark.slow

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from types import SimpleNamespace
 
@@ -177,6 +178,18 @@ def test_resume_repeats_an_uninterrupted_run_exactly(tmp_path):
     b = load_trained_team(resumed.run_dir).bindings["planner"].policy.model
     for (name, x), (_, y) in zip(a.named_parameters(), b.named_parameters(), strict=True):
         assert torch.equal(x, y), name
+
+
+def test_a_training_time_budget_ends_the_warm_start_and_a_resume_past_it_adds_no_step(tmp_path):
+    # Any update takes more than a millionth of a minute: the budget ends the run at step 1.
+    config = _one_token_config(tmp_path, steps=8, train_minutes=1e-6, run_name="budget")
+    summary = train_sft(config)
+    metrics = summary.run_dir / "metrics.jsonl"
+    steps = lambda: [json.loads(line)["step"] for line in metrics.read_text().splitlines()]  # noqa: E731
+    assert summary.steps == 1 and steps() == [1]
+    assert summary.test_after is not None  # the final weights still get their test number
+    resumed = train_sft(dataclasses.replace(config, resume=str(summary.run_dir)))
+    assert resumed.steps == 1 and steps() == [1]
 
 
 def test_the_lr_schedules_warm_up_then_hold_or_decay():

@@ -1,0 +1,25 @@
+"""The training clock: step time against a budget and evaluation marks, and where a resumed
+run's clock starts."""
+
+from __future__ import annotations
+
+import json
+
+from trainers.clock import TrainingClock, trained_seconds
+
+
+def test_the_training_clock_counts_step_time_against_the_budget_and_the_marks():
+    clock = TrainingClock(budget_minutes=1.0, mark_minutes=0.5, seconds=20.0)
+    assert (clock.add(5.0), clock.spent()) == (False, False)  # 25 s
+    assert (clock.add(10.0), clock.spent()) == (True, False)  # 35 s: past the 30 s mark
+    assert (clock.add(24.0), clock.spent()) == (False, False)  # 59 s
+    assert (clock.add(1.0), clock.spent()) == (True, True)  # 60 s: the budget, and the 60 s mark
+    unlimited = TrainingClock(budget_minutes=0.0)
+    assert (unlimited.add(1e9), unlimited.spent()) == (False, False)
+
+
+def test_a_resumed_run_s_clock_starts_at_its_logged_steps_time(tmp_path):
+    rows = [{"step": 1, "time/step": 2.0}, {"step": 2, "time/step": 3.0}, {"step": 3, "time/step": 4.0}]
+    (tmp_path / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert trained_seconds(tmp_path, 2) == 5.0
+    assert trained_seconds(tmp_path / "nowhere", 2) == 0.0  # a run with no steps yet

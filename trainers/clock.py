@@ -1,0 +1,40 @@
+"""Training time as a budget: the summed time of a run's steps (the update, and for RL the
+rollout; never loading, evaluations or checkpoints), against ``--train-minutes`` (when the run
+stops) and ``--eval-every-minutes`` (its evaluation marks). Shared by the RL trainer and the
+warm start, so runs compared at equal wall time count the same thing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from trainers.run_log import read_jsonl
+
+
+class TrainingClock:
+    """Training seconds so far against a budget and evaluation marks (0: none)."""
+
+    def __init__(self, budget_minutes: float, mark_minutes: float = 0.0, seconds: float = 0.0) -> None:
+        self.budget_s = budget_minutes * 60
+        self.mark_s = mark_minutes * 60
+        self.seconds = seconds
+
+    def add(self, step_seconds: float) -> bool:
+        """Counts one step; whether it passed an evaluation mark."""
+        before, self.seconds = self.seconds, self.seconds + step_seconds
+        return bool(self.mark_s) and int(self.seconds // self.mark_s) > int(before // self.mark_s)
+
+    def spent(self) -> bool:
+        """Whether the budget is used up (never without one)."""
+        return bool(self.budget_s) and self.seconds >= self.budget_s
+
+    def text(self) -> str:
+        """The progress display's minutes, with the budget when there is one."""
+        budget = f"/{self.budget_s / 60:g}" if self.budget_s else ""
+        return f"  {self.seconds / 60:.1f}{budget} train min"
+
+
+def trained_seconds(run_dir: Path, step: int) -> float:
+    """Training time (summed ``time/step``) of a run's logged steps up to ``step``: where a
+    resumed run's clock starts."""
+    records = read_jsonl(run_dir / "metrics.jsonl")
+    return float(sum(r.get("time/step", 0.0) for r in records if r["step"] <= step))
