@@ -62,6 +62,7 @@ import numpy as np
 
 import envs
 from benchmarks.tables import print_table
+from trainers.clock import UNCAPPED_STEPS, trained_seconds
 
 # Settings that define the measurement: a resumed benchmark must repeat them exactly.
 PROTOCOL_ARGS = (
@@ -111,9 +112,6 @@ def warm_starts(args: argparse.Namespace, out: Path) -> dict[str, tuple[str, flo
     warm start per team trained here (``--sft-steps`` steps, or ``--warm-minutes`` minutes of
     updates each: warm starts of equal minutes)."""
     if args.init:
-        from trainers.clock import trained_seconds
-        from trainers.config import UNCAPPED_STEPS
-
         minutes = trained_seconds(Path(args.init), UNCAPPED_STEPS) / 60  # from its own metrics
         return {team: (args.init, minutes) for team in arm_teams(args.arms)}
     return {team: warm_start(args, out, team) for team in arm_teams(args.arms)}
@@ -122,8 +120,6 @@ def warm_starts(args: argparse.Namespace, out: Path) -> dict[str, tuple[str, flo
 def warm_start(args: argparse.Namespace, out: Path, team: str) -> tuple[str, float]:
     """One team's warm start (resumed or reused when an earlier run made it): its run dir and
     its training minutes (the updates' summed time, what ``--warm-minutes`` budgets)."""
-    from trainers.clock import trained_seconds
-    from trainers.config import UNCAPPED_STEPS
     from trainers.sft import train_sft
     from trainers.sft_config import SFTConfig
 
@@ -428,8 +424,6 @@ def print_report(
         ]
         for name, arm in summary.items()
     ]
-    from trainers.config import UNCAPPED_STEPS
-
     budget = (
         f"{args.minutes:g} training minutes per arm"
         + (f" (at most {args.steps} steps)" if args.steps != UNCAPPED_STEPS else "")
@@ -563,7 +557,7 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, Any]]:
     if args.init and args.warm_minutes:
         parser.error("--warm-minutes trains the warm starts; --init reuses one: pass one of them")
 
-    from trainers.config import UNCAPPED_STEPS, TrainConfig
+    from trainers.config import TrainConfig
 
     if args.steps is None:
         args.steps = UNCAPPED_STEPS if args.minutes else 12

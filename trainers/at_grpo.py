@@ -61,7 +61,7 @@ from trainers.checkpoint import (
     resume_checkpoint,
 )
 from trainers.cli import config_to_dict, parse_overrides
-from trainers.clock import TrainingClock, trained_seconds
+from trainers.clock import TrainingClock, bar_total, trained_seconds
 from trainers.config import (
     RESUMABLE_OVERRIDES,
     ConfigError,
@@ -307,7 +307,7 @@ def train(
             raise ConfigError(str(err)) from None
     check_writable_dir(config.resume or config.output_dir, "--resume" if config.resume else "--output-dir")
     progress = RunProgress(
-        config.steps, desc=f"{config.algo} {envs.spec(config.env).name}", enabled=config.progress
+        bar_total(config.steps), desc=f"{config.algo} {envs.spec(config.env).name}", enabled=config.progress
     )
     try:  # the display runs from here, so the minutes of loading and evaluating show too
         return _run(config, env, (initial_eval, initial_test), progress, started)

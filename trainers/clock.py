@@ -9,6 +9,14 @@ from pathlib import Path
 
 from trainers.run_log import read_jsonl
 
+UNCAPPED_STEPS = 1_000_000
+"""``steps`` of a run that only its training-time budget ends."""
+
+
+def bar_total(steps: int) -> int | None:
+    """The progress bar's length: the steps, or none (a count) for a run only its minutes end."""
+    return None if steps >= UNCAPPED_STEPS else steps
+
 
 class TrainingClock:
     """Training seconds so far against a budget and evaluation marks (0: none)."""

@@ -26,6 +26,7 @@ from trainers.backends import (
     check_model_backend,
     policy_factory,
 )
+from trainers.clock import UNCAPPED_STEPS
 from trainers.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -630,10 +631,6 @@ def _env_name(env_id: str) -> str:
         raise ConfigError(f"env={env_id!r} is not registered: {err.args[0]}") from None
     except ImportError as err:  # envs.EnvModuleError: "module:id" names a module that cannot be imported
         raise ConfigError(f"env={env_id!r}: {err}") from None
-
-
-UNCAPPED_STEPS = 1_000_000
-"""``steps`` of a run that only --train-minutes ends."""
 
 
 def resolve_config(config: TrainConfig) -> TrainConfig:

@@ -44,7 +44,7 @@ class RunProgress:
     """A progress bar over ``total`` units plus the current phase and the latest metrics.
 
     Args:
-        total: Units of work (training steps).
+        total: Units of work (training steps; None: unknown, a count without a bar).
         initial: Units already done (a resumed run).
         desc: Label at the start of the bar.
         unit: What one unit is called (``step/s`` or ``s/step`` in the rate).
@@ -56,7 +56,7 @@ class RunProgress:
 
     def __init__(
         self,
-        total: int,
+        total: int | None,
         *,
         initial: int = 0,
         desc: str = "",

@@ -49,7 +49,7 @@ from agents.team import Team
 from trainers.backends import apply_thread_policy
 from trainers.checkpoint import latest_checkpoint, load_checkpoint, resume_checkpoint, save_checkpoint
 from trainers.cli import config_to_dict, parse_overrides
-from trainers.clock import TrainingClock, trained_seconds
+from trainers.clock import TrainingClock, bar_total, trained_seconds
 from trainers.config import ConfigError, check_role_names
 from trainers.demonstrations import oracle_demonstrations, replayed_demonstrations
 from trainers.episode_store import RecordedEpisode, read_episodes
@@ -305,7 +305,9 @@ def train_sft(config: SFTConfig) -> SFTSummary:
     """Run (or, with ``config.resume``, continue) a warm start; see the module docstring."""
     started = time.perf_counter()
     config = resolve_sft_config(config)
-    progress = RunProgress(config.steps, desc=f"sft {envs.spec(config.env).name}", enabled=config.progress)
+    progress = RunProgress(
+        bar_total(config.steps), desc=f"sft {envs.spec(config.env).name}", enabled=config.progress
+    )
     try:  # the display runs from here, so loading, demonstrations and evaluations show too
         return _run_sft(config, progress, started)
     finally:

@@ -533,7 +533,7 @@ def _clock_config(tmp_path: Path, **fields) -> TrainConfig:
 def test_a_training_time_budget_ends_the_run_and_a_resume_past_it_adds_no_step(tmp_path):
     from trainers.at_grpo import train
     from trainers.checkpoint import latest_checkpoint
-    from trainers.config import UNCAPPED_STEPS
+    from trainers.clock import UNCAPPED_STEPS
 
     # Any step takes more than a millionth of a minute: the budget is spent by step 1, whatever
     # the machine, and without --steps nothing else would end the run.

@@ -61,3 +61,16 @@ def test_resume_counts_from_the_steps_already_done():
 
 def test_format_metrics():
     assert format_metrics({"reward": 0.12345, "step": 3, "note": "ok"}) == "reward 0.123  step 3  note ok"
+
+
+def test_a_run_only_its_minutes_end_counts_steps_without_a_bar():
+    from trainers.clock import UNCAPPED_STEPS, bar_total
+
+    assert bar_total(12) == 12 and bar_total(UNCAPPED_STEPS) is None
+    out = io.StringIO()
+    total = bar_total(UNCAPPED_STEPS)
+    with RunProgress(total, desc="at_grpo plan_path", file=out, two_lines=False) as progress:
+        progress.show("step 1: success 0.50  3.2/10 train min")
+        progress.advance()
+        line = _last_drawn(out.getvalue())
+    assert "1/?" in line and "3.2/10 train min" in line and str(UNCAPPED_STEPS) not in line
