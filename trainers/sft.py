@@ -99,8 +99,6 @@ def team_variants(config: SFTConfig) -> dict[str, Team]:
     for variant in config.teams[1:]:
         env = config.env_setup(variant).make()
         teams[variant] = Team(env, {role: shared for role in env.roles})
-    roles = tuple(dict.fromkeys(role for team in teams.values() for role in team.bindings))
-    check_role_names(config, roles, "/".join(config.teams))
     return teams
 
 
@@ -305,6 +303,9 @@ def train_sft(config: SFTConfig) -> SFTSummary:
     """Run (or, with ``config.resume``, continue) a warm start; see the module docstring."""
     started = time.perf_counter()
     config = resolve_sft_config(config)
+    # a per-role value for a role no team has fails here, in seconds, before the model loads
+    roles = [role for variant in config.teams for role in config.env_setup(variant).make().roles]
+    check_role_names(config, tuple(dict.fromkeys(roles)), "/".join(config.teams))
     progress = RunProgress(
         bar_total(config.steps), desc=f"sft {envs.spec(config.env).name}", enabled=config.progress
     )

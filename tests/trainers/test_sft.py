@@ -253,6 +253,16 @@ def test_ending_a_run_early_at_its_last_checkpoint_evaluates_those_weights(tmp_p
     assert summary.val_nll[1] == evals[-1]["val_nll"] < summary.val_nll[0]
 
 
+def test_a_reply_length_for_a_role_no_team_has_fails_before_the_model_loads(tmp_path):
+    # A model that does not exist: the role check must come first to be the error seen.
+    config = SFTConfig(
+        env="plan_path", teams=("mas",), role_max_new_tokens={"tool": 320}, model="no-such/model",
+        output_dir=str(tmp_path), progress=False,
+    )  # fmt: skip
+    with pytest.raises(ConfigError, match=r"--max-new-tokens names \['tool'\].*\['planner', 'executor'\]"):
+        train_sft(config)
+
+
 def test_config_errors_name_the_fix(tmp_path, capsys):
     with pytest.raises(ConfigError, match="--policy shared"):
         SFTConfig(teams=("mas", "single"), policy="per_role")
