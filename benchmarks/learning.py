@@ -1,19 +1,20 @@
 """Does RL make a warm-started team better, does a team beat one agent, and which algorithm
 gets there first? Seeds, error bars, equal wall time.
 
-    python -m benchmarks.learning --minutes 10 --general medium hard \
-        --results docs/results/learning-plan_path-walltime.json   # the four arms at equal wall time
+    python -m benchmarks.learning --warm-minutes 20 --minutes 10 --test-tasks 128 \
+        --general medium hard --general-tasks 64 --run-name plan_path-walltime \
+        --results docs/results/learning-plan_path-walltime.json   # four arms at equal wall time
     python -m benchmarks.learning --init runs/warm-plan_path --arms at_grpo-mas grpo-mas grpo-single \
         --steps 12 --results docs/results/learning-plan_path-heldout.json   # equal samples (12 steps)
     python -m benchmarks.learning --model tiny-test --env tests.trainers.conftest:test/one_token \
         --arms at_grpo-mas grpo-single --sft-steps 4 --steps 2 --seeds 0 1 --max-new-tokens 1 \
         --response-prefix ''   # smoke run
 
-The protocol of the papers' ablations, from ONE shared warm start:
+The protocol of the papers' ablations, from warm starts:
 
-0. warm start: ``trainers.sft`` on oracle demonstrations of every team the arms use, one
-   shared LoRA adapter (or ``--init RUN`` to reuse one): every arm starts from the same
-   weights, so their warm starts took the same minutes by construction;
+0. warm starts: ``trainers.sft`` on oracle demonstrations, one LoRA adapter per team the arms
+   use, each trained for ``--sft-steps`` steps or, with ``--warm-minutes M``, for M minutes of
+   updates (warm starts of equal minutes); or ``--init RUN``, one warm start for every arm;
 1. the arms (``--arms``, default the four of the team-vs-single question), each started from
    the warm start (``trainers.at_grpo --init``) with every training seed of ``--seeds``:
    ``grpo-single`` one role does everything, GRPO on plain episodes (a single-role episode has
@@ -175,9 +176,9 @@ def run_arm(
     init: str,
 ) -> dict[str, Any]:
     """Train one arm with one seed from its team's warm start ``init`` (resuming its run if an
-    earlier invocation was cut off); its
-    validation curve (against steps and training minutes), held-out test success before and
-    after, the ``--general`` difficulties after, samples and phase times.
+    earlier invocation was cut off); its validation curve (against steps and training minutes),
+    held-out test success before and after, the ``--general`` difficulties after, samples and
+    phase times.
 
     ``initial`` (team -> {"validation": step-0 evaluation, "test": step-0 test evaluation,
     "general": the warm start on the --general difficulties}) is filled by the first run of
