@@ -246,12 +246,20 @@ def evaluate_difficulties(
     args: argparse.Namespace, team: str, weights: Path, name: str
 ) -> dict[str, dict[str, float]]:
     """Held-out test success of ``team`` with ``weights`` (a run dir) on each ``--general``
-    difficulty: difficulty -> {"success", "success_se", "tasks", "first_task_seed"}."""
+    difficulty: difficulty -> {"success", "success_se", "tasks", "first_task_seed"}. Kept in
+    ``<run dir>/<name>/general.json``: a rerun after an interruption reuses a finished
+    evaluation and redoes one that was cut off."""
     if not args.general:
         return {}
     from benchmarks.eval_config import EvalConfig
     from benchmarks.evaluate import run_evaluation
 
+    runs = Path(args.output_dir) / (args.run_name or envs.spec(args.env).name.replace("/", "_"))
+    done = runs / name / "general.json"
+    if done.is_file():
+        return json.loads(done.read_text())
+    if (runs / name).exists():  # cut off mid-evaluation: play it again
+        shutil.rmtree(runs / name)
     config = EvalConfig(
         env=(args.env,),
         difficulty=tuple(args.general),
@@ -261,7 +269,7 @@ def evaluate_difficulties(
         baselines=(),
         episodes=args.general_tasks,
         seeds=(0,),
-        output_dir=str(Path(args.output_dir) / (args.run_name or envs.spec(args.env).name.replace("/", "_"))),
+        output_dir=str(runs),
         run_name=name,
         transcripts=0,
         plots=False,
@@ -277,6 +285,7 @@ def evaluate_difficulties(
             "tasks": len(cell.tasks[0]),
             "first_task_seed": int(cell.tasks[0][0]),
         }
+    _write_json(done, out)
     return out
 
 

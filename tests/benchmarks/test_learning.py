@@ -117,4 +117,17 @@ def test_equal_wall_time_arms_stop_on_their_minutes_and_play_the_other_difficult
     assert "1e-06 training minutes per arm" in out and "Generalisation" in out
     assert "at_grpo-tool - grpo-tool:" in out and "at_grpo-tool - grpo-single:" in out
     assert (result.parent / "learning.png").is_file()
+    # Cut off after grpo-tool's generalisation evaluation but before the file recorded it, and
+    # in the middle of the tool warm start's (its directory written, its summary not): the rerun
+    # reuses the finished evaluation and plays the cut-off one again.
+    del record["initial"]["tool"]["general"]
+    record["runs"] = [r for r in record["runs"] if r["arm"] != "grpo-tool"]
+    result.write_text(json.dumps(record))
+    finished = result.parent / "general-grpo-tool-seed0" / "general.json"
+    cut_off = result.parent / "general-tool-warm" / "general.json"
+    stamp = finished.stat().st_mtime_ns
+    cut_off.unlink()
+    learning.main(args)
+    assert finished.stat().st_mtime_ns == stamp and cut_off.is_file()
+    assert set(json.loads(result.read_text())["initial"]["tool"]["general"]) == {"medium", "hard"}
 
