@@ -482,41 +482,13 @@ def test_dr_grpo_trains_with_r_minus_mean_advantages(tmp_path, monkeypatch):
     assert config["advantage_scale"] == "none" and config["dynamic_sampling"] is False
 
 
-def test_a_given_initial_evaluation_is_logged_as_step_0_instead_of_re_evaluating(tmp_path):
-    from trainers.at_grpo import train
-
-    given = {"success": 0.125, "invalid_rate": 0.5}
-    config = TrainConfig(
-        env=TEST_ENV,
-        model="tiny-test",
-        steps=1,
-        eval_every=0,
-        eval_tasks=4,
-        tasks_per_step=4,
-        num_generations=4,
-        max_new_tokens=1,
-        response_prefix="",
-        output_dir=str(tmp_path),
-        run_name="run",
-        progress=False,
-        plots=False,
-        tensorboard=False,
-    )
-    summary = train(config, initial_eval=given)
-    evals = read_jsonl(summary.run_dir / "eval.jsonl")
-    assert [record["step"] for record in evals] == [0, 1]
-    assert evals[0]["success"] == 0.125 and evals[0]["invalid_rate"] == 0.5
-    assert summary.before == given
-    assert not (summary.run_dir / "transcripts" / "eval_step_000000.md").exists()  # not re-evaluated
-
-
-def _clock_config(tmp_path: Path, **fields) -> TrainConfig:
+def _tiny_config(tmp_path: Path, **fields) -> TrainConfig:
+    """A run of the tiny model on the one-character task, in-process, quiet."""
     return TrainConfig(
         env=TEST_ENV,
         model="tiny-test",
         eval_every=0,
         eval_tasks=4,
-        test_tasks=0,
         tasks_per_step=4,
         num_generations=4,
         max_new_tokens=1,
@@ -530,6 +502,18 @@ def _clock_config(tmp_path: Path, **fields) -> TrainConfig:
     )
 
 
+def test_a_given_initial_evaluation_is_logged_as_step_0_instead_of_re_evaluating(tmp_path):
+    from trainers.at_grpo import train
+
+    given = {"success": 0.125, "invalid_rate": 0.5}
+    summary = train(_tiny_config(tmp_path, steps=1), initial_eval=given)
+    evals = read_jsonl(summary.run_dir / "eval.jsonl")
+    assert [record["step"] for record in evals] == [0, 1]
+    assert evals[0]["success"] == 0.125 and evals[0]["invalid_rate"] == 0.5
+    assert summary.before == given
+    assert not (summary.run_dir / "transcripts" / "eval_step_000000.md").exists()  # not re-evaluated
+
+
 def test_a_training_time_budget_ends_the_run_and_a_resume_past_it_adds_no_step(tmp_path):
     from trainers.at_grpo import train
     from trainers.checkpoint import latest_checkpoint
@@ -537,7 +521,7 @@ def test_a_training_time_budget_ends_the_run_and_a_resume_past_it_adds_no_step(t
 
     # Any step takes more than a millionth of a minute: the budget is spent by step 1, whatever
     # the machine, and without --steps nothing else would end the run.
-    config = _clock_config(tmp_path, train_minutes=1e-6)
+    config = _tiny_config(tmp_path, train_minutes=1e-6, test_tasks=0)
     assert resolve_config(config).steps == UNCAPPED_STEPS
     summary = train(config)
     assert summary.steps == 1
@@ -553,7 +537,8 @@ def test_minute_marks_evaluate_and_checkpoint_after_the_step_that_passes_them(tm
     from trainers.at_grpo import train
 
     # Marks a millionth of a minute apart: every step passes one.
-    summary = train(_clock_config(tmp_path, steps=3, eval_every_minutes=1e-6, checkpoint_every=10))
+    config = _tiny_config(tmp_path, steps=3, eval_every_minutes=1e-6, checkpoint_every=10, test_tasks=0)
+    summary = train(config)
     assert [r["step"] for r in read_jsonl(summary.run_dir / "eval.jsonl")] == [0, 1, 2, 3]
     checkpoints = sorted(p.name for p in (summary.run_dir / "checkpoints").iterdir())
     assert checkpoints[-1] == "step_000003" and len(checkpoints) >= 2  # keep_checkpoints=2 newest
