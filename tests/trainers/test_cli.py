@@ -196,7 +196,10 @@ def test_help_of_the_training_command_shows_the_env_preset(capsys, monkeypatch):
         (["--env", "sudoku", "--help"], ["Longest reply in tokens. (default: 48, the env preset's)"]),
         (  # a value given on the command line is not labelled as the preset's
             ["--env", "sudoku", "--steps", "3", "--help"],
-            ["Training steps (rollout + update) (None: the env preset's). (default: none)"],
+            [
+                "Training steps (rollout + update) (None: the env preset's; with --train-minutes, no cap). "
+                "(default: none)"
+            ],
         ),
     ]:
         with pytest.raises(SystemExit) as info:
