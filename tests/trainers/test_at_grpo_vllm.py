@@ -21,7 +21,7 @@ def test_training_with_the_vllm_backend_runs_and_resumes(tmp_path):
     """Two steps on the default model with rollouts (and evals) on a vLLM engine, weights
     synced after each update; then a resume, which loads the checkpoint and syncs it."""
     args = ["--env", "sokoban", "--backend", "vllm", "--vllm-kv-cache-gib", "0.5", "--eval-tasks", "2",
-            "--checkpoint-every", "1"]  # fmt: skip
+            "--test-tasks", "0", "--tasks-per-step", "1", "--checkpoint-every", "1"]  # fmt: skip
     done = run_module("trainers.at_grpo", [*args, "--steps", "2", "--no-progress"], cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
     (run,) = (tmp_path / "runs").iterdir()
