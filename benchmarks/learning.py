@@ -62,7 +62,7 @@ from typing import Any
 import numpy as np
 
 import envs
-from benchmarks.tables import print_table
+from benchmarks.learning_report import plot, print_report, summarise
 from trainers.clock import UNCAPPED_STEPS, trained_seconds
 
 # Settings that define the measurement: a resumed benchmark must repeat them exactly.
@@ -94,13 +94,6 @@ COMPARISONS = (
     ("grpo-tool", "grpo-single"),
     ("at_grpo-tool", "at_grpo-mas"),
 )
-
-
-def mean_se(values: list[float]) -> tuple[float, float]:
-    """Mean and standard error of the mean (0 for a single value)."""
-    array = np.asarray(values, dtype=np.float64)
-    se = float(array.std(ddof=1) / np.sqrt(len(array))) if len(array) > 1 else 0.0
-    return float(array.mean()), se
 
 
 def arm_teams(arms: list[str]) -> tuple[str, ...]:
@@ -289,18 +282,6 @@ def evaluate_difficulties(
     return out
 
 
-def minute_curve(runs: list[dict[str, Any]], every: float) -> dict[float, tuple[float, float]]:
-    """Validation success (mean, s.e. over seeds) at each mark of ``every`` training minutes
-    that every run evaluated at: a run evaluates after the step that passes a mark, so its
-    evaluation counts for the last mark it passed."""
-    per_run = [
-        {round(every * int(at // every + 1e-9), 6): success for _, at, success in r["curve_minutes"]}
-        for r in runs
-    ]
-    marks = sorted(set.intersection(*(set(curve) for curve in per_run)))
-    return {mark: mean_se([curve[mark] for curve in per_run]) for mark in marks}
-
-
 def _check_same_run(run_dir: Path, config: Any) -> None:
     """Refuses to resume a run dir that an earlier benchmark with other settings left there (it
     would continue that run, not this one's)."""
@@ -311,171 +292,6 @@ def _check_same_run(run_dir: Path, config: Any) -> None:
                 f"python -m benchmarks.learning: {run_dir} holds a run with {field}={saved[field]!r}, not "
                 f"{getattr(config, field)!r}: pass another --run-name (or remove that directory)"
             )
-
-
-def summarise(runs: list[dict[str, Any]], minutes_every: float = 0.0) -> dict[str, dict[str, Any]]:
-    """Per arm: success before / after / gain as (mean, s.e.) over seeds, mean curves (against
-    steps, and against training minutes: at ``minutes_every`` marks, else the seeds' mean
-    minutes at each step), the --general difficulties, samples and times."""
-    out: dict[str, dict[str, Any]] = {}
-    for name in ARMS:
-        mine = [r for r in runs if r["arm"] == name]
-        if not mine:
-            continue
-        # a run read back from the results JSON has its curve's steps as strings
-        curves = [{int(step): success for step, success in r["curve"].items()} for r in mine]
-        steps = sorted(set.intersection(*(set(curve) for curve in curves)))
-        if minutes_every:
-            by_minutes = minute_curve(mine, minutes_every)
-        elif all("curve_minutes" in r for r in mine):  # at each step, the seeds' mean minutes
-            at_step = [{step: minutes for step, minutes, _ in r["curve_minutes"]} for r in mine]
-            by_minutes = {
-                float(np.mean([at[s] for at in at_step])): mean_se([curve[s] for curve in curves])
-                for s in steps
-            }
-        else:  # runs recorded before the minute curves
-            by_minutes = {}
-        difficulties = sorted(set.intersection(*(set(r.get("general", {})) for r in mine)))
-        out[name] = {
-            "seeds": [r["seed"] for r in mine],
-            "before": mean_se([r["before"] for r in mine]),
-            "after": mean_se([r["after"] for r in mine]),
-            "gain": mean_se([r["after"] - r["before"] for r in mine]),
-            # every seed plays the same test tasks: the task-level s.e. of the mean is about
-            # one seed's, so the seeds' mean of it is reported
-            "after_task_se": float(np.mean([r["after_task_se"] for r in mine])),
-            "test_tasks": mine[0]["test_tasks"],
-            "curve": {s: mean_se([curve[s] for curve in curves]) for s in steps},
-            "curve_minutes": by_minutes,
-            "general": {
-                d: {
-                    "after": mean_se([r["general"][d]["success"] for r in mine]),
-                    "after_task_se": float(np.mean([r["general"][d]["success_se"] for r in mine])),
-                }
-                for d in difficulties
-            },
-            # runs recorded before "steps" ran to their last evaluation
-            "steps": mean_se([float(r.get("steps", max(c))) for r, c in zip(mine, curves, strict=True)]),
-            "samples": float(np.mean([r["samples"] for r in mine])),
-            "train_min": float(np.mean([r["phases"]["time/step"] for r in mine])) / 60,
-            "wall_min": float(np.mean([r["wall_s"] for r in mine])) / 60,
-            "phases_min": {p: float(np.mean([r["phases"][p] for r in mine])) / 60 for p in mine[0]["phases"]},
-        }
-    return out
-
-
-def plot(summary: dict[str, dict[str, Any]], path: Path, title: str) -> Path | None:
-    """Validation success per arm, mean +- 1 s.e. over seeds, against training minutes (or
-    against steps for results recorded before the minute curves)."""
-    try:
-        from matplotlib.figure import Figure
-    except ImportError:
-        return None
-    by_minutes = all(arm.get("curve_minutes") for arm in summary.values())
-    figure = Figure(figsize=(6.4, 4.2))
-    axes = figure.subplots()
-    for name, arm in summary.items():
-        curve = arm["curve_minutes"] if by_minutes else arm["curve"]
-        xs = sorted(curve)
-        mean = np.array([curve[x][0] for x in xs])
-        se = np.array([curve[x][1] for x in xs])
-        axes.plot(xs, mean, marker="o", label=f"{name} ({len(arm['seeds'])} seeds)")
-        axes.fill_between(xs, mean - se, mean + se, alpha=0.2)
-    axes.set_xlabel(
-        "training minutes (rollout + update; 0: the warm start)"
-        if by_minutes
-        else "training step (0: the warm start)"
-    )
-    axes.set_ylabel("validation success (greedy)")
-    axes.set_title(title, fontsize=9)
-    axes.grid(alpha=0.3)
-    axes.legend()
-    figure.tight_layout()
-    figure.savefig(path, dpi=110)
-    return path
-
-
-def _fmt(mean_and_se: tuple[float, float] | list[float]) -> str:
-    return f"{mean_and_se[0]:.3f} +- {mean_and_se[1]:.3f}"
-
-
-def print_report(
-    summary: dict[str, dict[str, Any]],
-    args: argparse.Namespace,
-    warm_min: dict[str, float],
-    initial: dict[str, dict[str, Any]],
-) -> None:
-    header = [
-        "arm",
-        "seeds",
-        "steps",
-        "samples/run",
-        "test success before",
-        "test success after",
-        "gain",
-        "task s.e.",
-        "train min",
-        "gen",
-        "learn",
-    ]
-    rows = [
-        [
-            name,
-            str(len(arm["seeds"])),
-            f"{arm['steps'][0]:.1f}",
-            f"{arm['samples']:.0f}",
-            _fmt(arm["before"]),
-            _fmt(arm["after"]),
-            _fmt(arm["gain"]),
-            f"{arm['after_task_se']:.3f}",
-            f"{arm['train_min']:.1f}",
-            f"{arm['phases_min']['time/generate']:.1f}",
-            f"{arm['phases_min']['time/learner']:.1f}",
-        ]
-        for name, arm in summary.items()
-    ]
-    budget = (
-        f"{args.minutes:g} training minutes per arm"
-        + (f" (at most {args.steps} steps)" if args.steps != UNCAPPED_STEPS else "")
-        if args.minutes
-        else f"{args.steps} RL steps x {args.tasks_per_step} tasks (single: x2)"
-    )
-    print(
-        f"\nLearning benchmark: {args.env}, {args.model}, warm start "
-        + ", ".join(f"{team} {minutes:.1f}" for team, minutes in warm_min.items())
-        + " training min, "
-        f"then {budget}, K={args.num_generations}, lr={args.lr}, passes={args.passes}; held-out test "
-        f"success on {args.test_tasks} tasks from test index {envs.HELDOUT_TEST_START} (greedy), mean "
-        f"+- s.e. over seeds {args.seeds}; task s.e.: the standard error over those test tasks; curves: "
-        f"{args.eval_split} success on {args.eval_tasks} tasks"
-    )
-    print_table(header, rows)
-    for first, other in COMPARISONS:
-        if first in summary and other in summary:
-            a, b = summary[first]["after"], summary[other]["after"]
-            diff, se = a[0] - b[0], float(np.hypot(a[1], b[1]))
-            ratio = diff / se if se > 0 else float("nan")
-            print(f"{first} - {other}: {diff:+.3f} +- {se:.3f} (s.e.; {ratio:+.1f} s.e.)")
-    print(
-        "train min: the arm's training steps (rollout + update), evaluations excluded; gen / learn: its parts"
-    )
-    if args.general:
-        print(
-            f"\nGeneralisation (trained on the preset's difficulty only): held-out test success on "
-            f"{args.general_tasks} tasks per difficulty, before (the warm start) -> after, mean +- s.e. "
-            "over seeds"
-        )
-        general_rows = []
-        for name, arm in summary.items():
-            team_before = initial.get(ARMS[name][1], {}).get("general", {})
-            cells = [
-                f"{team_before[d]['success']:.3f} -> {_fmt(arm['general'][d]['after'])}"
-                if d in team_before and d in arm["general"]
-                else "n/a"
-                for d in args.general
-            ]
-            general_rows.append([name, *cells])
-        print_table(["arm", *args.general], general_rows)
 
 
 def main(argv: list[str] | None = None) -> dict[str, dict[str, Any]]:
@@ -617,8 +433,8 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, Any]]:
             record["runs"].append(run_arm(name, seed, base, record["initial"], args, init))
             _write_json(results, record)  # a finished cell is never run again
     runs = [r for r in record["runs"] if r["arm"] in args.arms and r["seed"] in args.seeds]
-    summary = summarise(runs, args.eval_every_minutes or 0.0)
-    print_report(summary, args, record["warm_start_min"], record["initial"])
+    summary = summarise(runs, {name: ARMS[name][1] for name in ARMS}, args.eval_every_minutes or 0.0)
+    print_report(summary, args, record["warm_start_min"], record["initial"], COMPARISONS)
     record["summary"] = summary
     _write_json(results, record)
     budget = f"{args.minutes:g} training minutes per arm" if args.minutes else f"{args.steps} steps per arm"

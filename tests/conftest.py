@@ -65,26 +65,6 @@ WORKER_MEMORY_GB = 5.0
 tests/memory.py and the README's measured per-module peaks keep it there): ``-n auto`` starts
 no more workers than the available memory holds at this much each."""
 
-LONG_MODULES = (
-    "tests/trainers/test_game_learning_referential.py",
-    "tests/trainers/test_game_learning_tictactoe.py",
-    "tests/trainers/test_at_grpo_vllm.py",
-    "tests/benchmarks/test_evaluate.py",
-    "tests/agents/test_vllm.py",
-    "tests/trainers/test_ray_runtime.py",
-    "tests/trainers/test_at_grpo.py",
-    "tests/envs/alfworld/test_pddl_differential.py",
-    "tests/envs/test_conformance.py",
-)
-"""The modules that take longest (measured: README, Testing), handed out first, so that under
-``-n`` (whole modules per worker, ``--dist loadfile``) no long module starts last while the
-other workers idle. The scheduler takes the first one that fits in memory beside the other
-workers (tests/memory_scheduler.py). Order: the two learning tests (longest) first, then the
-heavy modules (a vLLM engine or a Ray cluster, 6-6.5 GB), which fit only beside light work:
-queued ahead of the light long ones, a worker takes them whenever the others run light work
-(left for the end, they ran one after another while the other worker idled: 11 of CI's 33
-minutes on 2026-11-27). Order only: a module missing here runs all the same."""
-
 
 def pytest_xdist_auto_num_workers(config):
     """``-n auto``: one worker per CPU this process may use, but no more than the available
@@ -97,6 +77,9 @@ def pytest_xdist_auto_num_workers(config):
 
 
 def _long_modules_first(items) -> None:
+    """The queue's order (xdist hands modules out in collection order): ``LONG_MODULES`` first."""
+    from tests.memory_scheduler import LONG_MODULES
+
     rank = {module: i for i, module in enumerate(LONG_MODULES)}
     order = {}
     for index, item in enumerate(items):

@@ -143,15 +143,34 @@ def test_the_scheduler_hands_out_the_first_module_that_fits_beside_the_other_wor
     queue = ["vllm.py", "other_learning.py", "light.py"]
     # gw0 has the learning module (4 GB + a fresh worker's 0.4) in hand, not yet started
     assigned = {gw0: {"learning.py": {"learning.py::t": False}}, gw1: {}}
-    assert scheduler_with(pool, queue, assigned)._first_that_fits(gw1) == "other_learning.py"
+    assert scheduler_with(pool, queue, assigned)._next_module(gw1) == "other_learning.py"
     # gw0 now holds 7.5 GB (a heavy module running): only the light one fits beside it
     pool.acquire("gw0", 7.5)
-    assert scheduler_with(pool, queue, assigned)._first_that_fits(gw1) == "light.py"
-    # gw1 ended its last module holding 8 GB itself: nothing fits, the caller takes the head
+    assert scheduler_with(pool, queue, assigned)._next_module(gw1) == "light.py"
+    # gw1 ended its last module holding 8 GB itself: nothing fits, it gets the head (and waits)
     pool.release("gw1", rss_gb=8.0)
-    assert scheduler_with(pool, queue, assigned)._first_that_fits(gw1) is None
+    assert scheduler_with(pool, queue, assigned)._next_module(gw1) == "vllm.py"
     # another worker's finished modules count nothing
     pool.release("gw0")
     assigned = {gw0: {"learning.py": {"learning.py::t": True}}, gw1: {}}
     pool.release("gw1", rss_gb=0.5)
-    assert scheduler_with(pool, queue, assigned)._first_that_fits(gw1) == "vllm.py"
+    assert scheduler_with(pool, queue, assigned)._next_module(gw1) == "vllm.py"
+
+
+def test_a_worker_busy_with_a_long_module_is_handed_a_short_one(tmp_path, monkeypatch):
+    from tests import memory_scheduler
+
+    monkeypatch.setattr(memory_scheduler, "LONG_MODULES", ("learning.py", "long.py", "other_long.py"))
+    pool = MemoryPool(tmp_path, total_gb=9.0)
+    gw0, gw1 = FakeNode("gw0"), FakeNode("gw1")
+    queue = ["long.py", "other_long.py", "light.py", "other_light.py"]
+    # gw0 has just started the one-test learning module: xdist asks for its next one at once
+    assigned = {gw0: {"learning.py": {"learning.py::t": False}}, gw1: {}}
+    assert scheduler_with(pool, queue, assigned)._next_module(gw0) == "light.py"
+    # gw1, busy with nothing long, takes the first long module
+    assert scheduler_with(pool, queue, assigned)._next_module(gw1) == "long.py"
+    # only long modules left: a busy worker still gets one (the queue must drain)
+    assert scheduler_with(pool, ["long.py"], assigned)._next_module(gw0) == "long.py"
+    # once the learning module is done, gw0 takes long modules again
+    assigned = {gw0: {"learning.py": {"learning.py::t": True}}, gw1: {}}
+    assert scheduler_with(pool, queue, assigned)._next_module(gw0) == "long.py"

@@ -21,7 +21,7 @@ from tests.trainers.test_teams import TEST_ENV, train_tiny
 from trainers.cli import field_docs
 from trainers.run_log import read_jsonl
 
-pytestmark = pytest.mark.memory(gb=6)  # measured 5.2 GB added (2026-11-27; was 4.5)
+pytestmark = pytest.mark.memory(gb=1)  # measured 0.92 GB added on a fresh worker (vLLM: its own module)
 
 
 PLANNING = ["plan_path-v1", "sokoban-v1", "sudoku-v0"]
@@ -453,25 +453,6 @@ def test_default_model_on_sokoban(tmp_path):
     assert mean["tokens_per_episode"] > 0
     identity = json.loads((results.out_dir / "results.json").read_text())["models"]["model"]
     assert identity["path"].endswith("smollm2-135m-instruct") and len(identity["weights_sha256"]) == 16
-
-
-@pytest.mark.slow
-@pytest.mark.vllm
-def test_a_trained_checkpoint_on_the_vllm_backend_matches_hf(tmp_path):
-    """A run of the training command, evaluated on both backends: the same greedy episodes."""
-    from trainers.at_grpo import main as train_main
-
-    train = "--env sokoban --steps 1 --tasks-per-step 2 --eval-tasks 2 --no-progress --run-name trained"
-    train_main([*train.split(), "--output-dir", str(tmp_path)])
-    run = tmp_path / "trained"
-    common = ["--env", "sokoban", "--model", str(run), "--episodes", "2", "--seeds", "0", "--baselines",
-              "--no-progress", "--output-dir", str(tmp_path)]  # fmt: skip
-    hf = main([*common, "--run-name", "hf"])
-    vllm = main([*common, "--run-name", "vllm", "--backend", "vllm", "--vllm-kv-cache-gib", "0.5"])
-    hf_cell, vllm_cell = hf.cell("trained mas", "sokoban"), vllm.cell("trained mas", "sokoban")
-    for key in ("success", "invalid_rate", "tokens_per_episode", "return/planner", "return/executor"):
-        assert vllm_cell.mean[key] == pytest.approx(hf_cell.mean[key]), key
-    assert vllm_cell.mean["success"] == pytest.approx(read_jsonl(run / "test.jsonl")[-1]["success"])
 
 
 def test_a_game_gets_a_win_draw_loss_table_and_a_one_seed_note(tmp_path):

@@ -15,12 +15,6 @@ from benchmarks import learning
 from trainers.run_log import read_jsonl
 
 
-def test_mean_and_standard_error():
-    assert learning.mean_se([0.5]) == (0.5, 0.0)
-    mean, se = learning.mean_se([0.2, 0.4, 0.6])
-    assert mean == pytest.approx(0.4) and se == pytest.approx(0.2 / 3**0.5)
-
-
 def test_a_run_dir_left_by_a_benchmark_with_other_settings_is_refused_not_resumed(tmp_path):
     import dataclasses
 
@@ -130,4 +124,3 @@ def test_equal_wall_time_arms_stop_on_their_minutes_and_play_the_other_difficult
     learning.main(args)
     assert finished.stat().st_mtime_ns == stamp and cut_off.is_file()
     assert set(json.loads(result.read_text())["initial"]["tool"]["general"]) == {"medium", "hard"}
-

@@ -18,6 +18,8 @@ from trainers.errors import ConfigError
 from trainers.records import TaskKey
 from trainers.rollout import EnvSetup, RolloutRequest, make_task_env, plain_rollout, play, tree_rollout
 
+pytestmark = pytest.mark.memory(gb=1)  # measured 0.94 GB added (over the 0.5 GB default)
+
 ENV_IDS = ("plan_path-v0", "sokoban-v0", "sudoku-v0")
 K = 4
 

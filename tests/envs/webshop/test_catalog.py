@@ -13,6 +13,8 @@ from envs.webshop.oracle import audit_goals, oracle_query, play_oracle
 from envs.webshop.products import load_products
 from envs.webshop.shop import ShopConfig, get_shop
 
+pytestmark = pytest.mark.memory(gb=1)  # measured 0.55 GB added (over the 0.5 GB default)
+
 RAW_FIELDS = {
     "asin",
     "name",
