@@ -4,7 +4,7 @@ The log-probability returned for a sampled token is taken under the distribution
 token was drawn from: ``softmax(logits / T)`` restricted to the top-p nucleus and
 renormalised. A learner that recomputes ``log pi(token)`` with ``sampling_logprobs`` on
 the same logits gets the same number, which is what makes the sampler's logprobs usable
-as pi_old (ALGORITHMS.md section 3). Greedy decoding (T = 0) reports the untempered
+as pi_old (docs/algorithms.md section 3). Greedy decoding (T = 0) reports the untempered
 model's log-probability of the argmax token.
 """
 

@@ -1,4 +1,4 @@
-"""Advantage estimators (ALGORITHMS.md sections 1-7): one grouping engine, eight estimators.
+"""Advantage estimators (docs/algorithms.md sections 1-9): one grouping engine, eight estimators.
 
 The array layer (group ids, in-group normalisation, leave-one-out, discounted returns, group
 diagnostics) lives in ``trainers.grouping`` and is re-exported here. This module holds estimators over
@@ -168,7 +168,7 @@ def at_grpo(samples: Sequence[Turn], *, scale: str = "group") -> AdvantageResult
 
     Group key (task, episode, tree_node, turn, agent): the candidates that answered the same prompt.
     With one tree per task (``episode`` constant, and ``tree_node`` fixed by (turn, agent) along
-    the one selected path) this is ALGORITHMS.md's (task, turn, agent); ``episode`` and
+    the one selected path) this is the (task, turn, agent) of docs/algorithms.md section 2; ``episode`` and
     ``tree_node`` only keep several trees of one task apart. Plain rollouts (one candidate per
     node) give singleton groups, hence A = 0: AT-GRPO needs tree rollouts with K >= 2.
     """
@@ -239,7 +239,7 @@ def gigpo(
     """GiGPO: A = A^E + omega * A^S over plain (un-branched) episodes.
 
     Rewards first: r = Turn.reward - invalid_penalty for invalid turns. The default 0.0 differs
-    from ALGORITHMS.md's 0.1 because teamgym envs already put their invalid penalty in the reward
+    from the GiGPO paper's 0.1 because teamgym envs already put their invalid penalty in the reward
     (``local/invalid``); 0.1 reproduces verl-agent's extra penalty on top.
 
     Episode level: R_i = sum_t r_{i,t}, A^E_i = (R_i - mean R)/F over the episodes of the task,
@@ -247,7 +247,7 @@ def gigpo(
     takes mean/std over one value per episode; ``"step"`` pools them over the step samples (each
     sample carries its episode's R_i, so long episodes weigh more: verl-agent's default). Parity is
     in the pooling only: verl-agent's std is Bessel-corrected and its one-episode tasks keep A = R;
-    here population std and A = 0, as ALGORITHMS.md requires.
+    here population std and A = 0 (docs/algorithms.md section 1).
 
     Step level: R_{i,t} = sum_{k >= t} gamma^(k-t) r_{i,k}(a) along episode i ordered by
     ``Turn.step`` (k - t counts every agent's steps), for the agent a acting at t. Which rewards

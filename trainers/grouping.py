@@ -1,7 +1,7 @@
 """The grouping engine: normalise values within groups, on float64 numpy arrays.
 
 Every advantage estimator (``trainers.advantages``) is "build group keys from ``Turn`` fields,
-then normalise within groups and combine levels" (ALGORITHMS.md section 1); this module is the
+then normalise within groups and combine levels" (docs/algorithms.md section 1); this module is the
 second half, independent of records. Rules every function follows:
 
 * a group of size 1 gets A = 0 (nothing to compare with);

@@ -15,7 +15,7 @@ One ``step`` on a rollout batch, per unit:
    in the loss: they count in its denominator (and in the KL / entropy terms when those are
    on). Their policy-gradient term is exactly 0, so without a KL or entropy term they are
    counted but not forwarded: the same gradient, at no compute cost;
-2. pi_old (ALGORITHMS.md section 3, ``old_logprobs``): the sampler's logprobs, exact when the
+2. pi_old (docs/algorithms.md section 3, ``old_logprobs``): the sampler's logprobs, exact when the
    sampler and the learner share weights, temperature, top-p and float32 numerics; in
    bfloat16 / float16 (``"auto"``) or on request (``"recompute"``) the learner recomputes them
    with its own forward before any update. pi_old then stays fixed for the whole step;

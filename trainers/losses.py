@@ -1,4 +1,4 @@
-"""Policy-gradient losses of the GRPO family (ALGORITHMS.md section 3), pure torch.
+"""Policy-gradient losses of the GRPO family (docs/algorithms.md section 3), pure torch.
 
 Every per-token tensor is padded to shape (B, T); ``mask`` (bool or float) is 1 on the
 response tokens that are trained on and 0 on prompt/padding. ``advantages`` and the

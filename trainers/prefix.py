@@ -1,4 +1,4 @@
-"""Shared-prefix forward (Prefix Grouper, ALGORITHMS.md section 8).
+"""Shared-prefix forward (Prefix Grouper, docs/algorithms.md section 8).
 
 The K samples of an AT-GRPO group answer one identical prompt, and prompts are much longer
 than responses. Instead of K forwards over prompt + response, run

@@ -1,7 +1,7 @@
 """What rollouts record: frozen ``Turn`` (one role's response to one prompt, a training
 sample) and ``Episode`` (one played path through a task), keyed by ``TaskKey``.
 
-Advantage estimators group turns by tuples of these fields (ALGORITHMS.md section 1):
+Advantage estimators group turns by tuples of these fields (docs/algorithms.md section 1):
 AT-GRPO by (task, turn, agent), GRPO by (task), Dr. MAS by (task, agent), GiGPO's step
 level by (task, agent, state_key), Tree-GRPO by (task, tree). "Task" is always one seeded
 env instance, never a batch index, so groups can never mix tasks.

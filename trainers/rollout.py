@@ -1,6 +1,6 @@
 """Rollouts: play a team on many tasks and record every response as a ``Turn``.
 
-``tree_rollout`` is AT-GRPO's tree sampling, exactly as ALGORITHMS.md section 2:
+``tree_rollout`` is AT-GRPO's tree sampling, exactly as docs/algorithms.md section 2:
 
     for each task, one live env E; at every turn, for the acting agent a:
       p = E.observe(a); sample K responses to p in ONE generation call (n = K);

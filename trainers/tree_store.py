@@ -13,7 +13,7 @@ one line per recorded task (the step's first ``report_trees`` tasks)::
                                 "finish_reason": "stop"}, ...]}, ...]}
 
 ``path`` is the node's tree path (the candidate indices selected before it). A node's K
-candidates are its AT-GRPO group (ALGORITHMS.md section 2); ``zero_variance`` marks a group
+candidates are its AT-GRPO group (docs/algorithms.md section 2); ``zero_variance`` marks a group
 whose rewards are all equal: every advantage is 0 and the node teaches nothing.
 Plain rollouts (GRPO, GiGPO, MATPO) have no trees: nothing is written.
 """

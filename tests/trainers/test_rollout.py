@@ -1,4 +1,4 @@
-"""Tree and plain rollout invariants (ALGORITHMS.md section 2), with scripted, random,
+"""Tree and plain rollout invariants (docs/algorithms.md section 2), with scripted, random,
 adversarial and tiny-model policies on the planning envs."""
 
 from __future__ import annotations
