@@ -78,10 +78,10 @@ import keyword
 import textwrap
 import warnings
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from envs.code.task import CodeTask
 from envs.tasks import SourceRegistry, TaskSource, finite_source
 
 __all__ = [
@@ -103,45 +103,6 @@ CODEIO_MIN_TESTS = 3  # fewer usable inputs: the record is skipped
 CODEIO_MAX_PROBE = 64  # consecutive bad records before task() gives up (a broken sandbox)
 _CODEIO_SEEDS = 12  # generator seeds tried per record
 _MAX_TEST_CHARS = 2000
-
-
-@dataclass(frozen=True, kw_only=True)
-class CodeTask:
-    """One programming problem.
-
-    Attributes:
-        id: Unique id, e.g. ``"HumanEval/0"``, ``"codeio/17"``, ``"mbpp.jsonl:11"``.
-        kind: ``"function"`` (tests call ``entry_point``) or ``"stdio"`` (a program run on
-            each ``io_tests`` stdin).
-        prompt: What the coder sees: signature + docstring (function), statement (stdio).
-        entry_point: The function under test (function tasks), else ``None``.
-        tests: Hidden tests of a function task: self-contained Python statements, usually
-            one ``assert``, run by ``harness.run_function_tests`` in the solution's
-            namespace (after ``setup``); they may use the harness's ``values_match``.
-        io_tests: Hidden ``(stdin, expected stdout)`` cases of a stdio task.
-        reference: A solution that passes the tests (``None`` when the data has none).
-        check_program: HumanEval only: the original ``def check(candidate)`` program, the
-            authoritative full test (``harness.run_check_program``); ``None`` elsewhere.
-        setup: Trusted code run before the solution (e.g. MBPP's ``test_setup_code``).
-        source: The source name (``"humaneval"``, ``"codeio"``, a file path).
-    """
-
-    id: str
-    kind: str
-    prompt: str
-    entry_point: str | None = None
-    tests: tuple[str, ...] = ()
-    io_tests: tuple[tuple[str, str], ...] = ()
-    reference: str | None = None
-    check_program: str | None = None
-    setup: str = ""
-    source: str
-
-    def __post_init__(self) -> None:
-        if self.kind not in ("function", "stdio"):
-            raise ValueError(f"CodeTask {self.id}: kind must be 'function' or 'stdio', got {self.kind!r}")
-        if self.kind == "function" and not self.entry_point:
-            raise ValueError(f"CodeTask {self.id}: a function task needs an entry_point")
 
 
 # --------------------------------------------------------------------------- HumanEval

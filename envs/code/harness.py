@@ -13,7 +13,7 @@ solution or the tests in this process):
 * ``run_io_tests(solution, io_tests)``: stdin/stdout tasks, one sandbox run per case; the
   output is compared after normalising whitespace (``normalize_output``).
 
-``run_task(task, solution)`` picks the right one for an ``envs.code.data.CodeTask``.
+``run_task(task, solution)`` picks the right one for an ``envs.code.task.CodeTask``.
 
 Adversarial solutions. Any text is accepted (empty, huge, syntax errors, endless loops,
 ``sys.exit``/``os._exit``, printing, deleting files) without raising here; a test counts as
@@ -63,7 +63,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # envs.sandbox is imported when code first runs: importing this module stays light
-    from envs.code.data import CodeTask
+    from envs.code.task import CodeTask
     from envs.sandbox import ExecResult, SandboxLimits, SandboxPool
 
 __all__ = [

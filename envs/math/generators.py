@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from envs.math.data import MathTask
+from envs.math.task import MathTask
 from envs.splits import generate_in_split
 
 __all__ = ["GENERATORS", "gsm_style", "arithmetic", "algebra", "mixed", "fraction_text"]

@@ -11,7 +11,7 @@ runs many programs concurrently (one thread drives each child process).
 >>> result.ok, result.stdout
 (True, '45\\n')
 
-The package: ``jobs.py`` (limits, jobs, results, reasons), ``plans.py`` (which layers this
+The package: ``jobs.py`` (limits, jobs, plans, results, reasons), ``plans.py`` (which layers this
 machine allows, probed once), ``bwrap.py`` (the isolated mode's bubblewrap command line),
 ``budget.py`` (the host's run-wide memory and process watchdog), ``session.py`` (one run:
 spawn, stream, enforce, reap, classify), ``processes.py`` (``/proc`` helpers),

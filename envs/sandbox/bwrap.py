@@ -32,6 +32,7 @@ from __future__ import annotations
 import functools
 import os
 import shutil
+import site
 import subprocess
 import sys
 
@@ -130,3 +131,12 @@ def bwrap_command(
         command += ["--bind" if tree == workdir else "--ro-bind", tree, tree]
     command += ["--chdir", workdir, "--"]
     return command
+
+
+@functools.lru_cache(maxsize=8)
+def site_packages(python: str) -> list[str]:
+    """The host interpreter's site-packages (the child runs with -S); none for another
+    interpreter, whose layout we do not know."""
+    if os.path.realpath(python) != os.path.realpath(sys.executable):
+        return []
+    return [path for path in site.getsitepackages() if os.path.isdir(path)]

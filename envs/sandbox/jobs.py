@@ -21,6 +21,7 @@ __all__ = [
     "ExecResult",
     "FileSpec",
     "SandboxJob",
+    "Plan",
     "normalize_files",
 ]
 
@@ -122,3 +123,18 @@ def normalize_files(files: FileSpec) -> tuple[tuple[str, str | bytes], ...]:
             raise ValueError(f"files[{name!r}] must be str or bytes, got {type(content).__name__}")
         normalized.append((str(path), content))
     return tuple(sorted(normalized))
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Which isolation layers a run sets up (``plans.current_plan`` decides, once per
+    interpreter and mode)."""
+
+    python: str
+    isolated: bool  # bwrap builds the program's namespaces and filesystem
+    userns: bool  # bwrap adds a user namespace (the host user is not root)
+    drop_to: int | None  # uid/gid the bootstrap switches to (root hosts only)
+    drop_caps: bool  # the program would otherwise keep uid 0's capabilities
+    nproc_uid: int | None  # the uid whose existing tasks count toward RLIMIT_NPROC; None: no base
+    nproc: bool  # whether the kernel enforces RLIMIT_NPROC for the program at all
+    trees: tuple[str, ...] = ()  # host directories bound read-only (isolated)

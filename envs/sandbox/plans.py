@@ -15,11 +15,9 @@ requires isolation even with the opt-in; unset means isolation when it works.
 
 from __future__ import annotations
 
-import functools
 import os
 import sys
 import threading
-from dataclasses import dataclass
 
 from .bwrap import bwrap_path, interpreter_trees
 from .jobs import (
@@ -27,23 +25,13 @@ from .jobs import (
     NAMESPACES_ENV,
     NOBODY,
     PYTHON_ENV,
+    Plan,
     SandboxLimits,
     SandboxUnavailableError,
 )
+from .session import run_in_sandbox
 
-__all__ = ["Plan", "current_plan", "isolation_layers", "site_packages"]
-
-
-@dataclass(frozen=True)
-class Plan:
-    python: str
-    isolated: bool  # bwrap builds the program's namespaces and filesystem
-    userns: bool  # bwrap adds a user namespace (the host user is not root)
-    drop_to: int | None  # uid/gid the bootstrap switches to (root hosts only)
-    drop_caps: bool  # the program would otherwise keep uid 0's capabilities
-    nproc_uid: int | None  # the uid whose existing tasks count toward RLIMIT_NPROC; None: no base
-    nproc: bool  # whether the kernel enforces RLIMIT_NPROC for the program at all
-    trees: tuple[str, ...] = ()  # host directories bound read-only (isolated)
+__all__ = ["current_plan", "isolation_layers"]
 
 
 _probe_lock = threading.RLock()
@@ -127,8 +115,6 @@ def _probe(plan: Plan) -> str | None:
     worked, else the last line of what went wrong."""
     probe = "import sys, os, json, decimal\nfor p in sys.path:\n    os.path.isdir(p) and os.listdir(p)\n"
     probe += "print('ok')"
-    from .session import run_in_sandbox  # here: session imports this module
-
     result = run_in_sandbox(probe, "", SandboxLimits(timeout_s=30), (), plan)
     if result.ok and result.stdout == "ok\n":
         return None
@@ -136,22 +122,9 @@ def _probe(plan: Plan) -> str | None:
     return lines[-1] if lines else result.reason
 
 
-@functools.lru_cache(maxsize=8)
-def site_packages(python: str) -> list[str]:
-    """The host interpreter's site-packages (the child runs with -S); none for another
-    interpreter, whose layout we do not know."""
-    if os.path.realpath(python) != os.path.realpath(sys.executable):
-        return []
-    import site
-
-    return [path for path in site.getsitepackages() if os.path.isdir(path)]
-
-
 def isolation_layers() -> tuple[str, ...]:
     """The layers a run gets on this machine under the current settings (a probe run, cached
     per plan). Raises ``SandboxUnavailableError`` like ``current_plan``."""
-    from .session import run_in_sandbox  # here: session imports this module
-
     plan = current_plan()
     key = ("layers", plan)
     with _probe_lock:

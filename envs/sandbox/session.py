@@ -17,9 +17,8 @@ import time
 from pathlib import Path
 
 from .budget import INTERVAL_S, tree_usage
-from .bwrap import bwrap_command
-from .jobs import LAYERS, MAIN_FILE, ExecResult, SandboxLimits
-from .plans import Plan, site_packages
+from .bwrap import bwrap_command, site_packages
+from .jobs import LAYERS, MAIN_FILE, ExecResult, Plan, SandboxLimits
 from .processes import children_of, kill_marked, proc_entries, signal_group, signal_pid
 
 __all__ = ["run_in_sandbox"]
