@@ -32,7 +32,7 @@ from trainers.backends import apply_thread_policy
 from trainers.config import TrainConfig, resolve_config
 from trainers.rollout import step_request, training_sampling
 from trainers.runtime import make_runtime
-from trainers.workers import seed_everything
+from trainers.seeding import seed_everything
 
 TIMING_PREFIXES = ("time/", "tokens_per_s")
 

@@ -89,8 +89,8 @@ from trainers.rollout import role_sampling_for, step_request, training_sampling
 from trainers.run_dirs import check_writable_dir, load_saved_config, new_run_dir
 from trainers.run_log import TEST_FILE, RunLogger, atomic_write_text, read_jsonl
 from trainers.runtime import Runtime, WorkerLost, make_runtime
+from trainers.seeding import seed_everything
 from trainers.tree_store import write_trees
-from trainers.workers import seed_everything
 
 __all__ = ["Summary", "train", "main", "parse_train_args", "load_run_config"]
 

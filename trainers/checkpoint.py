@@ -612,6 +612,25 @@ def load_initial_weights(path: str | Path, learner: Any, *, model: str) -> Path:
     return checkpoint
 
 
+def initialise_learner(learner: Any, init: str | Path, *, model: str) -> str:
+    """``--init``: load another run's trained weights into ``learner`` (``load_initial_weights``),
+    and make them the KL reference of full-weight units too; the line that says where they
+    came from.
+
+    Raises:
+        ConfigError: ``init`` is no usable run or checkpoint for this learner (the message
+            names the fix).
+    """
+    try:
+        source = load_initial_weights(init, learner, model=model)
+    except (FileNotFoundError, ValueError) as err:
+        raise ConfigError(str(err)) from None
+    for unit in learner.units.values():
+        if unit.reference is not None:  # LoRA units keep the base model (adapters off) as reference
+            unit.reference.load_state_dict(unit.policy.model.state_dict())
+    return f"init: weights from {source}"
+
+
 def load_checkpoint(path: str | Path, learner: Any) -> dict[str, Any]:
     """Restore the learner's parameters and optimisers and the global RNGs from ``path``.
 

@@ -448,6 +448,10 @@ class Learner:
                 metrics[name].update(self._update(unit, samples, indices, advantages, weights, rng))
         return metrics
 
+    def old_logprob_units(self) -> list[str]:
+        """The units whose pi_old this learner recomputes (``old_logprobs``), for the run's log."""
+        return [name for name, unit in self.units.items() if self.recomputes_old_logprobs(unit)]
+
     def recomputes_old_logprobs(self, unit: TrainUnit) -> bool:
         """Whether pi_old comes from the learner's forward for ``unit`` (``old_logprobs``)."""
         if self.config.old_logprobs != "auto":

@@ -45,14 +45,14 @@ def three_nodes():
 
 def test_resources_no_node_has_fail_at_once(three_nodes):
     from trainers.errors import ConfigError
-    from trainers.ray_runtime import RayRuntime
+    from trainers.runtime.ray import RayRuntime
 
     with pytest.raises(ConfigError, match="node_d"):
         RayRuntime(tiny_config(runtime="ray", ray_resources={"engine": {"node_d": 1}}))
 
 
 def test_actors_land_where_asked_and_a_lost_nodes_workers_restart_on_the_survivor(three_nodes):
-    from trainers.ray_runtime import RayRuntime
+    from trainers.runtime.ray import RayRuntime
 
     ray, cluster, node = three_nodes
     placed = {"rollout": {"rollout_slot": 1}, "engine": {"node_c": 1}, "learner": {"node_a": 1}}

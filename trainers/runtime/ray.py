@@ -1,6 +1,6 @@
 """``RayRuntime``: the training step's three verbs on a Ray cluster (``--runtime ray``).
 
-What runs where (``trainers.workers`` holds the plain classes; here they become actors):
+What runs where (``workers.py`` holds the plain classes; here they become actors):
 
 * ``engine_replicas`` x ``EngineServer``: a copy of the team's model policies each (one base
   model serving every role's adapter), generating for the rollout workers;
@@ -45,8 +45,8 @@ from trainers.advantages import AdvantageResult
 from trainers.errors import ConfigError
 from trainers.records import RolloutBatch, Turn
 from trainers.rollout import RolloutRequest
-from trainers.runtime import StaleWeightsError, WorkerLost
-from trainers.workers import EngineServer, LearnerWorker, RolloutWorker
+from trainers.runtime.base import StaleWeightsError, WorkerLost
+from trainers.runtime.workers import EngineServer, LearnerWorker, RolloutWorker
 
 __all__ = ["RayRuntime", "import_ray", "merge_batches", "shard_tasks", "STARTUP_TIMEOUT_S"]
 

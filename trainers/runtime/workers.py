@@ -1,6 +1,6 @@
 """The three kinds of worker a distributed runtime places, as plain classes.
 
-``trainers.ray_runtime`` wraps each in ``ray.remote`` at run time; tests build them directly,
+``trainers.runtime.ray`` wraps each in ``ray.remote`` at run time; tests build them directly,
 without Ray, and wire them together in one process. Nothing here imports Ray unless it is
 handed a Ray actor handle (``call``) or already runs inside a Ray worker.
 
@@ -21,14 +21,26 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import os
+import socket
 import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import torch
+import torch.distributed as dist
+
 from agents.base import Generation, Prompt, SamplingParams, ServedPolicy, as_prompt
+from agents.hf import HFPolicy
+from agents.scripted import SCRIPTED_POLICIES, RandomPolicy
 from agents.team import RoleBinding, Team
+from trainers.checkpoint import initialise_learner, load_checkpoint, save_checkpoint, unit_tensors
+from trainers.config import scripted_roles
+from trainers.learner import DataParallel, Learner
 from trainers.records import RolloutBatch
 from trainers.rollout import RolloutRequest, play
+from trainers.seeding import seed_everything
+from trainers.teams import build_team
 
 __all__ = [
     "EngineServer",
@@ -54,8 +66,6 @@ def call(target: Any, method: str, *args: Any, **kwargs: Any) -> Any:
 
 def weights_checksum(tensors: Mapping[str, Any]) -> str:
     """sha256 over the names, shapes, dtypes and bytes of ``tensors``, in name order."""
-    import torch
-
     digest = hashlib.sha256()
     for name in sorted(tensors):
         tensor = tensors[name].detach().cpu().contiguous()
@@ -64,25 +74,11 @@ def weights_checksum(tensors: Mapping[str, Any]) -> str:
     return digest.hexdigest()
 
 
-def seed_everything(seed: int) -> None:
-    """Seed Python's, numpy's and torch's global generators."""
-    import random
-
-    import numpy as np
-    import torch
-
-    random.seed(seed)
-    np.random.seed(seed)
-    torch.manual_seed(seed)
-
-
 class _Placed:
     """What every worker can say about where it runs (for start-up and placement checks)."""
 
     def where(self) -> tuple[int, str | None]:
         """This process's id, and its Ray node's id when it runs as a Ray actor (else None)."""
-        import os
-
         node = None
         if "ray" in sys.modules:  # only a Ray actor has Ray imported already; never import it here
             ray = sys.modules["ray"]
@@ -112,8 +108,6 @@ class _Group:
     weight_group: Any = None
 
     def join_group(self, address: str, rank: int, world: int, backend: str, learners: int) -> None:
-        import torch.distributed as dist
-
         dist.init_process_group(backend, init_method=f"tcp://{address}", rank=rank, world_size=world)
         self.weight_backend = backend
         # every member creates every subgroup, in the same order (torch.distributed's rule)
@@ -121,8 +115,6 @@ class _Group:
         if world > learners:
             self.weight_group = dist.new_group([0, *range(learners, world)])
         if learner_group is not None and rank < learners:
-            from trainers.learner import DataParallel
-
             self.learner.group = DataParallel(rank, learners, learner_group)
 
 
@@ -130,11 +122,7 @@ def _build(config: Any, threads: int | None) -> tuple[Any, Team]:
     """The run's env and team, built as the training command builds them (seeded first: LoRA
     initialisation draws from the global torch RNG), on ``threads`` torch threads (None:
     ``config.threads``; None there too: torch's choice)."""
-    from trainers.teams import build_team
-
     if threads or config.threads:
-        import torch
-
         torch.set_num_threads(threads or config.threads)
     seed_everything(config.seed)
     env = config.env_setup.make()
@@ -144,8 +132,6 @@ def _build(config: Any, threads: int | None) -> tuple[Any, Team]:
 def _trained_parameters(team: Team) -> dict[str, Any]:
     """``"<unit>/<parameter name>" -> parameter`` of every model binding of ``team``, named as
     the learner names its units (``RoleBinding.policy_id``); whole models, adapters included."""
-    from agents.hf import HFPolicy
-
     out: dict[str, Any] = {}
     for binding in team.bindings.values():
         policy = binding.policy.trainable if isinstance(binding.policy, ServedPolicy) else binding.policy
@@ -200,8 +186,6 @@ class EngineServer(_Placed, _Group):
     def load_weights(self, version: int, tensors: Mapping[str, Any]) -> tuple[int, str]:
         """Serve ``tensors`` (the learner's trained parameters) from now on, as ``version``;
         returns (version, checksum of what is now served)."""
-        import torch
-
         parameters = _trained_parameters(self.team)
         unknown = sorted(set(tensors) - set(parameters))
         if unknown:
@@ -221,9 +205,6 @@ class EngineServer(_Placed, _Group):
     ) -> tuple[int, str]:
         """``load_weights`` of the tensors rank 0 broadcasts now, in name order (``shapes``:
         name -> (shape, dtype name); ``LearnerWorker.broadcast_weights`` is the other end)."""
-        import torch
-        import torch.distributed as dist
-
         received = {}
         for name in sorted(shapes):
             shape, dtype = shapes[name]
@@ -240,8 +221,6 @@ class EngineServer(_Placed, _Group):
 
 
 def _is_model(policy: Any) -> bool:
-    from agents.hf import HFPolicy
-
     return isinstance(policy, (HFPolicy, ServedPolicy))
 
 
@@ -290,9 +269,6 @@ class RolloutWorker(_Placed):
     """
 
     def __init__(self, config: Any, engine: Any, layout: Mapping[str, tuple]) -> None:
-        from agents.scripted import SCRIPTED_POLICIES, RandomPolicy
-        from trainers.config import scripted_roles
-
         config.env_setup.make()  # imports the module of a third-party env (--env module:id) here too
         scripted = scripted_roles(getattr(config, "roles", ()))
         remote: dict[str, RemotePolicy] = {}
@@ -326,32 +302,19 @@ class LearnerWorker(_Placed, _Group):
     """
 
     def __init__(self, config: Any, threads: int | None = None) -> None:
-        from trainers.learner import Learner
-
         _, team = _build(config, threads)
         self.learner = Learner(team, config.learner_config())
-
-    @classmethod
-    def around(cls, learner: Any) -> LearnerWorker:
-        """A worker over an existing ``Learner`` (``LocalRuntime``: the one whose team plays)."""
-        worker = cls.__new__(cls)
-        worker.learner = learner
-        return worker
 
     def update(self, samples: Sequence[Any], advantages: Any, seed: int) -> dict[str, dict[str, float]]:
         return self.learner.step(samples, advantages, seed=seed)
 
     def trained_weights(self) -> tuple[dict[str, Any], str]:
         """The trained parameters to publish and their checksum."""
-        from trainers.checkpoint import unit_tensors
-
         tensors = unit_tensors(self.learner)
         return tensors, weights_checksum(tensors)
 
     def group_address(self) -> str:
         """host:port where the run's group meets (rank 0 is this process): a free port now."""
-        import socket
-
         with socket.socket() as probe:
             probe.bind(("", 0))
             port = probe.getsockname()[1]
@@ -359,8 +322,6 @@ class LearnerWorker(_Placed, _Group):
 
     def weight_shapes(self) -> dict[str, tuple[tuple[int, ...], str]]:
         """name -> (shape, dtype name) of every trained tensor, for the receiving ends."""
-        from trainers.checkpoint import unit_tensors
-
         return {
             n: (tuple(t.shape), str(t.dtype).removeprefix("torch."))
             for n, t in unit_tensors(self.learner).items()
@@ -368,10 +329,6 @@ class LearnerWorker(_Placed, _Group):
 
     def broadcast_weights(self) -> str:
         """Send every trained tensor to the weights group in name order; their checksum."""
-        import torch.distributed as dist
-
-        from trainers.checkpoint import unit_tensors
-
         tensors = unit_tensors(self.learner)
         device = _weights_device(self.weight_backend)
         for name in sorted(tensors):
@@ -380,30 +337,14 @@ class LearnerWorker(_Placed, _Group):
 
     def old_logprob_units(self) -> list[str]:
         """Units whose pi_old the learner recomputes (``--old-logprobs``)."""
-        learner = self.learner
-        return [name for name, unit in learner.units.items() if learner.recomputes_old_logprobs(unit)]
+        return self.learner.old_logprob_units()
 
     def load_checkpoint(self, path: Any) -> dict[str, Any]:
-        from trainers.checkpoint import load_checkpoint
-
         return load_checkpoint(path, self.learner)
 
     def save_checkpoint(self, run_dir: Any, step: int, state: Mapping[str, Any], keep: int) -> None:
-        from trainers.checkpoint import save_checkpoint
-
         save_checkpoint(run_dir, step, self.learner, state, keep=keep)
 
     def initialise(self, config: Any) -> str:
-        """--init: the named run's weights, and the KL reference of full-weight units with them;
-        the line that says where they came from."""
-        from trainers.checkpoint import load_initial_weights
-        from trainers.errors import ConfigError
-
-        try:
-            source = load_initial_weights(config.init, self.learner, model=config.model)
-        except (FileNotFoundError, ValueError) as err:
-            raise ConfigError(str(err)) from None
-        for unit in self.learner.units.values():
-            if unit.reference is not None:  # LoRA units keep the base model (adapters off) as reference
-                unit.reference.load_state_dict(unit.policy.model.state_dict())
-        return f"init: weights from {source}"
+        """--init: the named run's weights (``checkpoint.initialise_learner``); where they came from."""
+        return initialise_learner(self.learner, config.init, model=config.model)
