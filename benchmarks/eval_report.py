@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from trainers.run_log import atomic_write_text
+from trainers.run.files import atomic_write_text
 
 __all__ = [
     "Cell",

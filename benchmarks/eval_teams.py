@@ -154,7 +154,7 @@ class PolicyBank:
     def trained(self) -> Any:
         """The ``trainers.teams.TrainedTeam`` of the checkpoint (loaded once)."""
         if self._trained is None:
-            from trainers.teams import load_trained_team
+            from trainers.run.trained_team import load_trained_team
 
             try:
                 trained = load_trained_team(self.checkpoint_path, backend_config=self.config)

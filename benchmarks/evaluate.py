@@ -33,7 +33,7 @@ Output (``<output_dir>/<run_name>/``): ``results.json`` (every cell and seed, th
 config, package versions, model identity with a weights hash, env ids and kwargs),
 ``results.md`` (one table per metric), ``plots/*.png``, ``transcripts/`` (a few episodes
 per cell), ``episodes/`` (every episode of each cell's first seed, turn by turn) and
-``report.html`` (all of it on one offline page: ``trainers.report``). The tables are printed
+``report.html`` (all of it on one offline page: ``trainers.run.report``). The tables are printed
 at the end.
 """
 
@@ -60,16 +60,17 @@ from benchmarks.ladder import ladder_metrics
 from trainers.backends import BACKENDS, apply_thread_policy, check_model_available
 from trainers.cli import config_to_dict, parse_overrides
 from trainers.config import env_preset
-from trainers.episode_store import EPISODES_DIR, write_episode_file
 from trainers.errors import run_command
 from trainers.evaluation import EVAL_SEED, benchmark_metrics, check_eval_tasks, evaluate_tasks
 from trainers.progress import RunProgress
-from trainers.provenance import git_commit, package_versions
 from trainers.records import TaskKey
-from trainers.report import write_report
 from trainers.rollout import EnvSetup, role_sampling_for
-from trainers.run_dirs import check_writable_dir
-from trainers.run_log import atomic_write_text, render_transcripts
+from trainers.run.dirs import check_writable_dir
+from trainers.run.episodes import EPISODES_DIR, write_episode_file
+from trainers.run.files import atomic_write_text
+from trainers.run.provenance import git_commit, package_versions
+from trainers.run.report import write_report
+from trainers.run.transcripts import render_transcripts
 
 __all__ = [
     "EvalResults",

@@ -63,7 +63,8 @@ import numpy as np
 
 import envs
 from benchmarks.learning_report import plot, print_report, summarise
-from trainers.clock import UNCAPPED_STEPS, trained_seconds
+from trainers.clock import UNCAPPED_STEPS
+from trainers.run.files import trained_seconds
 
 # Settings that define the measurement: a resumed benchmark must repeat them exactly.
 PROTOCOL_ARGS = (
@@ -180,8 +181,8 @@ def run_arm(
     work.
     """
     from trainers.at_grpo import load_run_config, train
-    from trainers.checkpoint import latest_checkpoint
-    from trainers.run_log import TEST_FILE, read_jsonl
+    from trainers.run.checkpoint import latest_checkpoint
+    from trainers.run.files import TEST_FILE, read_jsonl
 
     algo, team, multiplier = ARMS[name]
     config = dataclasses.replace(
@@ -444,7 +445,7 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, Any]]:
 
 
 def _write_json(path: Path, record: dict[str, Any]) -> None:
-    from trainers.run_log import atomic_write_text
+    from trainers.run.files import atomic_write_text
 
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_text(path, json.dumps(record, indent=2, default=str) + "\n")

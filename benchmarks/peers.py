@@ -99,7 +99,7 @@ def model_directory(name: str, out: Path, init: Path | None = None) -> str:
 def merged_warm_start(run: Path, directory: Path) -> str:
     """``run``'s trained weights as a plain model directory (its shared adapter merged): every
     library then starts from the warm start and trains fresh adapters on it alike."""
-    from trainers.teams import load_trained_team
+    from trainers.run.trained_team import load_trained_team
 
     if (directory / "config.json").exists():
         return str(directory)
@@ -205,7 +205,7 @@ def trained_team(side: Side, spec: dict[str, Any], result: dict[str, Any] | None
 
     env = envs.make(spec["env"], **spec["env_kwargs"])
     if result is not None and side.library == "teamgym":
-        from trainers.teams import load_trained_team
+        from trainers.run.trained_team import load_trained_team
 
         trained = load_trained_team(result["run_dir"])
         return Team(env.roles, dict(trained.bindings))

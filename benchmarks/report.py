@@ -6,7 +6,7 @@ output directories, including those made before reports existed (they show what 
 recorded: curves, tables, Markdown transcripts). A training run writes its report at each
 evaluation and at the end by itself; this command is for older runs, for a run still in
 progress, and for a run copied from another machine. ``--out`` writes the page elsewhere (one
-directory only), e.g. to attach it to a bug report. See ``trainers.report`` for what the page
+directory only), e.g. to attach it to a bug report. See ``trainers.run.report`` for what the page
 shows.
 """
 
@@ -17,8 +17,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from trainers.errors import ConfigError, run_command
-from trainers.report import REPORT_FILE, build_report, report_kind
-from trainers.run_log import atomic_write_text
+from trainers.run.files import atomic_write_text
+from trainers.run.report import REPORT_FILE, build_report, report_kind
 
 __all__ = ["main"]
 

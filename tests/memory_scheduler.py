@@ -31,7 +31,7 @@ LONG_MODULES = (
     "tests/trainers/test_at_grpo_vllm.py",
     "tests/benchmarks/test_evaluate_vllm.py",
     "tests/agents/test_vllm.py",
-    "tests/trainers/test_ray_runtime.py",
+    "tests/trainers/runtime/test_ray.py",
     "tests/trainers/test_at_grpo.py",
     "tests/benchmarks/test_evaluate.py",
     "tests/envs/alfworld/test_pddl_differential.py",

@@ -55,13 +55,8 @@ from agents.base import SamplingParams
 from agents.threads import choose_threads
 from trainers.advantages import ADVANTAGE_ESTIMATORS, compute_advantages
 from trainers.backends import apply_thread_policy, check_model_available
-from trainers.checkpoint import (
-    init_checkpoint,
-    latest_checkpoint,
-    resume_checkpoint,
-)
 from trainers.cli import config_to_dict, parse_overrides
-from trainers.clock import TrainingClock, bar_total, trained_seconds
+from trainers.clock import TrainingClock, bar_total
 from trainers.config import (
     RESUMABLE_OVERRIDES,
     ConfigError,
@@ -71,7 +66,6 @@ from trainers.config import (
     estimator_options,
     resolve_config,
 )
-from trainers.episode_store import write_episodes
 from trainers.errors import run_command
 from trainers.evaluation import (
     EvalResult,
@@ -83,14 +77,17 @@ from trainers.evaluation import (
     sample_metrics,
 )
 from trainers.progress import RunProgress
-from trainers.provenance import record_session
 from trainers.records import Episode, RolloutBatch
 from trainers.rollout import role_sampling_for, step_request, training_sampling
-from trainers.run_dirs import check_writable_dir, load_saved_config, new_run_dir
-from trainers.run_log import TEST_FILE, RunLogger, atomic_write_text, read_jsonl
+from trainers.run.checkpoint import init_checkpoint, latest_checkpoint, resume_checkpoint
+from trainers.run.dirs import check_writable_dir, load_saved_config, new_run_dir
+from trainers.run.episodes import write_episodes
+from trainers.run.files import TEST_FILE, atomic_write_text, read_jsonl, trained_seconds
+from trainers.run.log import RunLogger
+from trainers.run.provenance import record_session
+from trainers.run.trees import write_trees
 from trainers.runtime import Runtime, WorkerLost, make_runtime
 from trainers.seeding import seed_everything
-from trainers.tree_store import write_trees
 
 __all__ = ["Summary", "train", "main", "parse_train_args", "load_run_config"]
 

@@ -1,13 +1,10 @@
 """Training time as a budget: the summed time of a run's steps (the update, and for RL the
 rollout; never loading, evaluations or checkpoints), against ``--train-minutes`` (when the run
 stops) and ``--eval-every-minutes`` (its evaluation marks). Shared by the RL trainer and the
-warm start, so runs compared at equal wall time count the same thing."""
+warm start, so runs compared at equal wall time count the same thing. What a run already
+spent is read back from its metrics (``trainers.run.files.trained_seconds``)."""
 
 from __future__ import annotations
-
-from pathlib import Path
-
-from trainers.run_log import read_jsonl
 
 UNCAPPED_STEPS = 1_000_000
 """``steps`` of a run that only its training-time budget ends."""
@@ -40,9 +37,3 @@ class TrainingClock:
         budget = f"/{self.budget_s / 60:g}" if self.budget_s else ""
         return f"  {self.seconds / 60:.1f}{budget} train min"
 
-
-def trained_seconds(run_dir: Path, step: int) -> float:
-    """Training time (summed ``time/step``) of a run's logged steps up to ``step``: where a
-    resumed run's clock starts."""
-    records = read_jsonl(run_dir / "metrics.jsonl")
-    return float(sum(r.get("time/step", 0.0) for r in records if r["step"] <= step))

@@ -18,8 +18,7 @@ from typing import Any
 
 from agents.base import Generation, Prompt, SamplingParams, as_prompt
 from agents.team import RoleBinding, Team
-from trainers.episode_store import RecordedEpisode
-from trainers.records import Episode, TaskKey, Turn
+from trainers.records import Episode, RecordedEpisode, TaskKey, Turn
 from trainers.rollout import plain_rollout
 
 __all__ = [

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
 
-__all__ = ["TaskKey", "Turn", "Episode", "RolloutBatch"]
+__all__ = ["TaskKey", "Turn", "Episode", "RolloutBatch", "RecordedTurn", "RecordedEpisode"]
 
 
 @dataclass(frozen=True, order=True)
@@ -144,3 +144,29 @@ class RolloutBatch:
     samples: tuple[Turn, ...]
     episodes: tuple[Episode, ...]
     stats: Mapping[str, float] = field(default_factory=dict)
+
+
+# What a stored episode holds when read back (``trainers.run.episodes``): text, not tokens.
+@dataclass(frozen=True)
+class RecordedTurn:
+    """One executed reply of a stored episode."""
+
+    agent: str
+    role: str
+    response: str
+    finish_reason: str
+    invalid: bool
+
+
+@dataclass(frozen=True)
+class RecordedEpisode:
+    """A stored episode: its task, outcome and executed replies (``source`` names the file)."""
+
+    task: TaskKey
+    success: bool
+    turns: tuple[RecordedTurn, ...]
+    source: str
+
+    def replies(self) -> tuple[tuple[str, str], ...]:
+        """(agent, response) per turn: two episodes with equal replies on a task are one demo."""
+        return tuple((turn.agent, turn.response) for turn in self.turns)

@@ -47,19 +47,20 @@ import envs
 from agents.base import SamplingParams
 from agents.team import Team
 from trainers.backends import apply_thread_policy
-from trainers.checkpoint import latest_checkpoint, load_checkpoint, resume_checkpoint, save_checkpoint
 from trainers.cli import config_to_dict, parse_overrides
-from trainers.clock import TrainingClock, bar_total, trained_seconds
+from trainers.clock import TrainingClock, bar_total
 from trainers.config import ConfigError, check_role_names
 from trainers.demonstrations import oracle_demonstrations, replayed_demonstrations
-from trainers.episode_store import RecordedEpisode, read_episodes
 from trainers.evaluation import evaluate, held_out_line
 from trainers.progress import RunProgress
-from trainers.provenance import record_session
-from trainers.records import TaskKey, Turn
+from trainers.records import RecordedEpisode, TaskKey, Turn
 from trainers.rollout import role_sampling_for
-from trainers.run_dirs import load_saved_config, new_run_dir
-from trainers.run_log import TEST_FILE, RunLogger, atomic_write_text, read_jsonl
+from trainers.run.checkpoint import latest_checkpoint, load_checkpoint, resume_checkpoint, save_checkpoint
+from trainers.run.dirs import load_saved_config, new_run_dir
+from trainers.run.episodes import read_episodes
+from trainers.run.files import TEST_FILE, atomic_write_text, read_jsonl, trained_seconds
+from trainers.run.log import RunLogger
+from trainers.run.provenance import record_session
 from trainers.sft_config import SFT_RESUMABLE_OVERRIDES, SFTConfig, resolve_sft_config
 from trainers.supervised import SupervisedLearner
 from trainers.teams import build_team

@@ -21,7 +21,7 @@ __all__ = ["run"]
 def run(spec: dict[str, Any], out: Path) -> dict[str, Any]:
     from trainers.at_grpo import train
     from trainers.config import TrainConfig
-    from trainers.run_log import read_jsonl
+    from trainers.run.files import read_jsonl
 
     side = spec["teamgym"]
     config = TrainConfig(

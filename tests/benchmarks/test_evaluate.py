@@ -19,7 +19,7 @@ from tests.conftest import SUBPROCESS_TIMEOUT_S
 from tests.envs.conftest import import_readme_example
 from tests.trainers.test_teams import TEST_ENV, train_tiny
 from trainers.cli import field_docs
-from trainers.run_log import read_jsonl
+from trainers.run.files import read_jsonl
 
 pytestmark = pytest.mark.memory(gb=1)  # measured 0.92 GB added on a fresh worker (vLLM: its own module)
 

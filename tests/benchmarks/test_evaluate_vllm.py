@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from benchmarks.evaluate import main
-from trainers.run_log import read_jsonl
+from trainers.run.files import read_jsonl
 
 pytestmark = pytest.mark.memory(gb=6)  # measured 5.2 GB added on a fresh worker
 

@@ -12,7 +12,7 @@ import pytest
 
 import envs
 from benchmarks import learning
-from trainers.run_log import read_jsonl
+from trainers.run.files import read_jsonl
 
 
 def test_a_run_dir_left_by_a_benchmark_with_other_settings_is_refused_not_resumed(tmp_path):

@@ -18,8 +18,8 @@ from agents.base import Generation
 from benchmarks.evaluate import main as evaluate_main
 from benchmarks.report import main as report_main
 from trainers.at_grpo import main as at_grpo_main
-from trainers.report.eval_page import markdown_tables
-from trainers.run_log import printable_excerpt
+from trainers.run.report.eval_page import markdown_tables
+from trainers.run.transcripts import printable_excerpt
 
 HOSTILE = '</pre><script>document.title="pwned"</script><img src=x onerror="document.title=2"> & \x07 \u00fc'
 K = 3

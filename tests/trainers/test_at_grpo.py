@@ -20,7 +20,7 @@ from tests.conftest import SUBPROCESS_TIMEOUT_S
 from trainers.at_grpo import load_run_config, main
 from trainers.cli import config_to_dict, field_docs
 from trainers.config import ConfigError, TrainConfig, resolve_config
-from trainers.run_log import read_jsonl
+from trainers.run.files import read_jsonl
 
 pytestmark = pytest.mark.memory(gb=1.5)  # measured 1.1 GB added (the bare command's training subprocess)
 
@@ -516,8 +516,8 @@ def test_a_given_initial_evaluation_is_logged_as_step_0_instead_of_re_evaluating
 
 def test_a_training_time_budget_ends_the_run_and_a_resume_past_it_adds_no_step(tmp_path):
     from trainers.at_grpo import train
-    from trainers.checkpoint import latest_checkpoint
     from trainers.clock import UNCAPPED_STEPS
+    from trainers.run.checkpoint import latest_checkpoint
 
     # Any step takes more than a millionth of a minute: the budget is spent by step 1, whatever
     # the machine, and without --steps nothing else would end the run.

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import json
 
-from trainers.clock import TrainingClock, trained_seconds
+from trainers.clock import TrainingClock
+from trainers.run.files import trained_seconds
 
 
 def test_the_training_clock_counts_step_time_against_the_budget_and_the_marks():

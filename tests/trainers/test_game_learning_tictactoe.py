@@ -22,7 +22,7 @@ from __future__ import annotations
 import pytest
 
 from trainers.at_grpo import main
-from trainers.run_log import read_jsonl
+from trainers.run.files import read_jsonl
 
 pytestmark = pytest.mark.memory(gb=4)  # measured 3.3 GB added
 

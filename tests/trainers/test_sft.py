@@ -14,17 +14,18 @@ import envs
 from agents.team import Team
 from tests.trainers.conftest import ONE_LINE_PROGRAM_ID, ONE_TOKEN_ID
 from trainers.at_grpo import main as at_grpo_main
-from trainers.checkpoint import load_initial_weights
 from trainers.cli import parse_overrides
 from trainers.config import ConfigError, TrainConfig
 from trainers.demonstrations import oracle_demonstrations
 from trainers.evaluation import evaluate, validation_tasks
 from trainers.learner import Learner
 from trainers.records import TaskKey
+from trainers.run.checkpoint import load_initial_weights
+from trainers.run.trained_team import load_trained_team
 from trainers.sft import batch_indices, format_sft_summary, lr_factor, main, train_sft
 from trainers.sft_config import SFTConfig, resolve_sft_config
 from trainers.supervised import SupervisedLearner
-from trainers.teams import build_team, load_trained_team
+from trainers.teams import build_team
 
 
 def _team_fields(**changes):

@@ -12,11 +12,12 @@ import envs
 from agents.base import SamplingParams
 from agents.team import Team
 from trainers.at_grpo import main
-from trainers.checkpoint import find_checkpoint, list_checkpoints
 from trainers.config import TrainConfig
 from trainers.evaluation import evaluate
-from trainers.run_log import read_jsonl
-from trainers.teams import build_team, load_trained_team
+from trainers.run.checkpoint import find_checkpoint, list_checkpoints
+from trainers.run.files import read_jsonl
+from trainers.run.trained_team import load_trained_team
+from trainers.teams import build_team
 
 TEST_ENV = "tests.trainers.conftest:test/even_plan"
 

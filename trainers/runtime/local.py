@@ -8,10 +8,10 @@ from typing import Any
 
 from agents.team import Team
 from trainers.advantages import AdvantageResult
-from trainers.checkpoint import initialise_learner, load_checkpoint, save_checkpoint
 from trainers.learner import Learner
 from trainers.records import RolloutBatch, Turn
 from trainers.rollout import RolloutRequest, play
+from trainers.run.checkpoint import initialise_learner, load_checkpoint, save_checkpoint
 from trainers.runtime.base import StaleWeightsError
 from trainers.teams import served_policies, sync_served_weights
 

@@ -34,11 +34,11 @@ from agents.base import Generation, Prompt, SamplingParams, ServedPolicy, as_pro
 from agents.hf import HFPolicy
 from agents.scripted import SCRIPTED_POLICIES, RandomPolicy
 from agents.team import RoleBinding, Team
-from trainers.checkpoint import initialise_learner, load_checkpoint, save_checkpoint, unit_tensors
 from trainers.config import scripted_roles
 from trainers.learner import DataParallel, Learner
 from trainers.records import RolloutBatch
 from trainers.rollout import RolloutRequest, play
+from trainers.run.checkpoint import initialise_learner, load_checkpoint, save_checkpoint, unit_tensors
 from trainers.seeding import seed_everything
 from trainers.teams import build_team
 

@@ -4,7 +4,7 @@ roles), a training step equal to local, weights published to every engine (objec
 LoRA, a gloo broadcast for full weights), data-parallel learner ranks, a rollout worker
 killed mid-collect, a dead learner, a run resumed on Ray, requests the cluster cannot hold,
 and a vLLM engine inside an actor. Plain-class wiring of the workers (no Ray) is tested
-first, so a failure tells the two apart. Placement: tests/trainers/test_ray_placement.py.
+first, so a failure tells the two apart. Placement: tests/trainers/runtime/test_ray_placement.py.
 
 Every engine or learner actor costs ~5 s of start-up on a 2-core machine (torch and
 transformers imports, the model), so the tests share runtimes: one runtime with two of
@@ -253,7 +253,7 @@ def test_a_run_resumed_on_ray_logs_and_saves_what_one_local_run_does(cluster, tm
     from safetensors.torch import load_file
 
     from trainers.at_grpo import load_run_config, train
-    from trainers.run_log import read_jsonl
+    from trainers.run.files import read_jsonl
 
     task = dict(env=TEST_ENV, max_new_tokens=1, response_prefix="", num_generations=4, eval_tasks=2)
     task.update(output_dir=str(tmp_path), plots=False, tensorboard=False, steps=2, eval_every=0)

@@ -11,10 +11,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from trainers.episode_store import EPISODES_DIR, read_episode_dicts
-from trainers.report.charts import bar_chart
-from trainers.report.episodes import episode_view, text_view
-from trainers.report.files import flat_items, read_json
+from trainers.run.episodes import EPISODES_DIR, read_episode_dicts
+from trainers.run.report.charts import bar_chart
+from trainers.run.report.episodes import episode_view, text_view
+from trainers.run.report.files import flat_items, read_json
 
 __all__ = ["is_evaluation", "eval_context", "markdown_tables"]
 

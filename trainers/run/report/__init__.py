@@ -13,6 +13,6 @@ Model text is data: the page is rendered by Jinja2 with autoescaping on and noth
 safe, so a reply holding ``<script>`` shows as those characters.
 """
 
-from trainers.report.page import REPORT_FILE, build_report, report_kind, write_report
+from trainers.run.report.page import REPORT_FILE, build_report, report_kind, write_report
 
 __all__ = ["REPORT_FILE", "build_report", "report_kind", "write_report"]

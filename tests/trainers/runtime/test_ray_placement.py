@@ -2,14 +2,14 @@
 rollout workers spread over the nodes that offer them a slot, the engine and the learner land
 where ``ray_resources`` says, a lost node's workers restart on the survivor with the same
 rollouts, and resources no node has fail at once. Marked ``ray`` (skipped without Ray, except
-in CI). Its own module: a Cluster and the private cluster of tests/trainers/test_ray_runtime.py
+in CI). Its own module: a Cluster and the private cluster of tests/trainers/runtime/test_ray.py
 must not overlap. One cluster and one runtime for the whole story: each costs seconds."""
 
 from __future__ import annotations
 
 import pytest
 
-from tests.trainers.test_ray_runtime import assert_same_batch, local_runtime, tiny_config
+from tests.trainers.runtime.test_ray import assert_same_batch, local_runtime, tiny_config
 from trainers.rollout import step_request, training_sampling
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow, pytest.mark.memory(gb=1.5)]  # measured 1.3 GB added

@@ -9,9 +9,9 @@ from typing import Any
 
 import jinja2
 
-from trainers.report.eval_page import eval_context, is_evaluation
-from trainers.report.run_page import is_training_run, run_context
-from trainers.run_log import atomic_write_text
+from trainers.run.files import atomic_write_text
+from trainers.run.report.eval_page import eval_context, is_evaluation
+from trainers.run.report.run_page import is_training_run, run_context
 
 __all__ = ["REPORT_FILE", "report_kind", "build_report", "write_report"]
 

@@ -12,14 +12,8 @@ from tests.trainers.conftest import EVEN_PLAN_ID
 from trainers.at_grpo import main as at_grpo_main
 from trainers.config import TrainConfig
 from trainers.demonstrations import replayed_demonstrations
-from trainers.episode_store import (
-    RecordedEpisode,
-    RecordedTurn,
-    drop_episodes_after,
-    read_episodes,
-    write_episodes,
-)
-from trainers.records import Episode, TaskKey, Turn
+from trainers.records import Episode, RecordedEpisode, RecordedTurn, TaskKey, Turn
+from trainers.run.episodes import drop_episodes_after, read_episodes, write_episodes
 from trainers.teams import build_team
 
 TEST_ENV = "tests.trainers.conftest:test/even_plan"  # imports the module that registers it

@@ -17,7 +17,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from trainers.run_log import atomic_write_text
+from trainers.run.files import atomic_write_text
 
 __all__ = ["PACKAGES", "PROVENANCE_FILE", "package_versions", "git_commit", "record_session"]
 

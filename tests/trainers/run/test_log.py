@@ -10,10 +10,11 @@ import warnings
 import numpy as np
 import pytest
 
-from trainers import plots as plots_module
-from trainers import run_log as run_log_module
 from trainers.records import Episode, TaskKey, Turn
-from trainers.run_log import RunLogger, flatten_metrics, read_jsonl
+from trainers.run import log as run_log_module
+from trainers.run import plots as plots_module
+from trainers.run.files import flatten_metrics, read_jsonl
+from trainers.run.log import RunLogger
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 

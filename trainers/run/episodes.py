@@ -10,7 +10,7 @@ the step's rollouts (tree rollouts: the path of selected candidates)::
      "turns": [{"agent": "planner_0", "role": "planner", "response": "<answer>R D",
                 "finish_reason": "stop", "invalid": false}, ...]}
 
-Evaluations are stored in full for the run report (``trainers.report``):
+Evaluations are stored in full for the run report (``trainers.run.report``):
 ``episodes/eval_step_<step:06d>.jsonl`` adds each turn's ``prompt``, ``reward``,
 ``reward_terms``, ``feedback`` (what the env said about the reply) and ``render`` (the env's
 picture after it); ``benchmarks.evaluate`` writes the same form per cell.
@@ -26,11 +26,10 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
-from trainers.records import Episode, TaskKey
-from trainers.run_log import atomic_write_text, read_jsonl
+from trainers.records import Episode, RecordedEpisode, RecordedTurn, TaskKey
+from trainers.run.files import atomic_write_text, read_jsonl
 
 __all__ = [
     "EPISODES_DIR",
@@ -48,31 +47,6 @@ __all__ = [
 EPISODES_DIR = "episodes"
 _TRAIN_FILE = re.compile(r"train_step_(\d+)\.jsonl")
 _STEP_FILE = re.compile(r"(?:train|eval)_step_(\d+)\.jsonl")
-
-
-@dataclass(frozen=True)
-class RecordedTurn:
-    """One executed reply of a stored episode."""
-
-    agent: str
-    role: str
-    response: str
-    finish_reason: str
-    invalid: bool
-
-
-@dataclass(frozen=True)
-class RecordedEpisode:
-    """A stored episode: its task, outcome and executed replies (``source`` names the file)."""
-
-    task: TaskKey
-    success: bool
-    turns: tuple[RecordedTurn, ...]
-    source: str
-
-    def replies(self) -> tuple[tuple[str, str], ...]:
-        """(agent, response) per turn: two episodes with equal replies on a task are one demo."""
-        return tuple((turn.agent, turn.response) for turn in self.turns)
 
 
 def _turn_to_json(turn, detailed: bool) -> dict:

@@ -20,7 +20,7 @@ from trainers.records import TaskKey
 from trainers.rollout import RolloutRequest, plain_rollout, play, tree_rollout
 from trainers.runtime import LocalRuntime, Runtime, StaleWeightsError
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 
 def random_team(env_id):

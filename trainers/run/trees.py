@@ -1,4 +1,4 @@
-"""AT-GRPO trees as JSON lines, for the run report (``trainers.report``): which of the K
+"""AT-GRPO trees as JSON lines, for the run report (``trainers.run.report``): which of the K
 candidates at each node won, and by how much.
 
 A training run with tree rollouts writes ``trees/train_step_<step:06d>.jsonl`` for every step,
@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from trainers.records import Turn
-from trainers.run_log import atomic_write_text, read_jsonl
+from trainers.run.files import atomic_write_text, read_jsonl
 
 __all__ = ["TREES_DIR", "tree_records", "write_trees", "read_trees", "drop_trees_after"]
 

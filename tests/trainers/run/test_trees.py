@@ -11,7 +11,7 @@ from agents.scripted import RandomPolicy
 from agents.team import Team
 from trainers.records import TaskKey
 from trainers.rollout import plain_rollout, tree_rollout
-from trainers.tree_store import drop_trees_after, read_trees, tree_records, write_trees
+from trainers.run.trees import drop_trees_after, read_trees, tree_records, write_trees
 
 K = 3
 

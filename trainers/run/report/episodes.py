@@ -1,4 +1,4 @@
-"""Stored episodes (``trainers.episode_store``'s JSON) and AT-GRPO trees (``trainers.tree_store``)
+"""Stored episodes (``trainers.run.episodes``'s JSON) and AT-GRPO trees (``trainers.run.trees``)
 as what report.html shows: every text made readable (control characters escaped, very long
 text cut in the middle; the template escapes the markup), the reply's answer block and the
 env's verdict side by side, reward terms by name. Older records lack the detailed fields: they
@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from envs.parsing import extract_answer
-from trainers.run_log import printable_excerpt
+from trainers.run.transcripts import printable_excerpt
 
 __all__ = ["TurnView", "EpisodeView", "NodeView", "TreeView", "episode_view", "tree_view", "text_view"]
 

@@ -22,7 +22,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from trainers.run_log import EVAL_FILE, METRICS_FILE, PLOTS_DIR, read_jsonl
+from trainers.run.files import EVAL_FILE, METRICS_FILE, PLOTS_DIR, read_jsonl
 
 __all__ = ["plot_run", "run_figures", "RATE_LABEL"]
 
@@ -129,7 +129,7 @@ def plot_run(run_dir: str | Path) -> list[Path]:
     """Writes the run's plots (see the module docstring) into ``run_dir/plots/``.
 
     Args:
-        run_dir: A run directory written by :class:`trainers.run_log.RunLogger`.
+        run_dir: A run directory written by :class:`trainers.run.log.RunLogger`.
 
     Returns:
         The PNG paths written; ``[]`` when there is no data or matplotlib is not installed (it

@@ -11,15 +11,15 @@ import re
 from pathlib import Path
 from typing import Any
 
-from trainers.episode_store import EPISODES_DIR, read_episode_dicts
 from trainers.evaluation import held_out_line
-from trainers.plots import RATE_LABEL, run_figures
-from trainers.provenance import PROVENANCE_FILE
-from trainers.report.charts import line_chart
-from trainers.report.episodes import episode_view, text_view, tree_view
-from trainers.report.files import flat_items, read_json
-from trainers.run_log import EVAL_FILE, METRICS_FILE, TEST_FILE, TRANSCRIPTS_DIR, read_jsonl
-from trainers.tree_store import read_trees
+from trainers.run.episodes import EPISODES_DIR, read_episode_dicts
+from trainers.run.files import EVAL_FILE, METRICS_FILE, TEST_FILE, TRANSCRIPTS_DIR, read_jsonl
+from trainers.run.plots import RATE_LABEL, run_figures
+from trainers.run.provenance import PROVENANCE_FILE
+from trainers.run.report.charts import line_chart
+from trainers.run.report.episodes import episode_view, text_view, tree_view
+from trainers.run.report.files import flat_items, read_json
+from trainers.run.trees import read_trees
 
 __all__ = ["is_training_run", "run_context"]
 

@@ -21,7 +21,11 @@ from agents.hf import HFPolicy
 from agents.team import Team
 from tests.trainers.conftest import EVEN_PLAN_ID, EVEN_TEAM_ID, ONE_TOKEN_ID
 from trainers.advantages import at_grpo
-from trainers.checkpoint import (
+from trainers.errors import ConfigError
+from trainers.learner import Learner, LearnerConfig
+from trainers.records import TaskKey
+from trainers.rollout import tree_rollout
+from trainers.run.checkpoint import (
     CheckpointError,
     _read_tree,
     _write_manifest,
@@ -34,10 +38,6 @@ from trainers.checkpoint import (
     resume_checkpoint,
     save_checkpoint,
 )
-from trainers.errors import ConfigError
-from trainers.learner import Learner, LearnerConfig
-from trainers.records import TaskKey
-from trainers.rollout import tree_rollout
 from trainers.sft import train_sft
 from trainers.sft_config import SFTConfig
 

@@ -15,10 +15,12 @@ from agents.base import Generation, SamplingParams
 from agents.scripted import RandomPolicy
 from agents.team import Team
 from trainers.records import TaskKey
-from trainers.report import build_report, report_kind, write_report
 from trainers.rollout import plain_rollout, tree_rollout
-from trainers.run_log import RunLogger, printable_excerpt, read_jsonl
-from trainers.tree_store import write_trees
+from trainers.run.files import read_jsonl
+from trainers.run.log import RunLogger
+from trainers.run.report import build_report, report_kind, write_report
+from trainers.run.transcripts import printable_excerpt
+from trainers.run.trees import write_trees
 
 HOSTILE = (
     '</pre></details><script>document.title="pwned"</script><img src=x onerror="document.title=1">'
@@ -165,12 +167,12 @@ def test_not_a_run_directory(tmp_path):
 
 
 def test_a_report_bug_is_a_warning_not_a_dead_run(tmp_path, monkeypatch):
-    import trainers.report
+    import trainers.run.log
 
     def broken(run_dir):
         raise RuntimeError("template bug")
 
-    monkeypatch.setattr(trainers.report, "write_report", broken)
+    monkeypatch.setattr(trainers.run.log, "write_report", broken)  # what the logger calls
     with (
         pytest.warns(RuntimeWarning, match="report.html"),
         RunLogger(tmp_path, tensorboard=False, plots=False) as log,
