@@ -79,17 +79,17 @@ from trainers.evaluation import (
 from trainers.progress import RunProgress
 from trainers.records import Episode, RolloutBatch
 from trainers.rollout import role_sampling_for, step_request, training_sampling
-from trainers.run.checkpoint import init_checkpoint, latest_checkpoint, resume_checkpoint
-from trainers.run.dirs import check_writable_dir, load_saved_config, new_run_dir
+from trainers.run.checkpoint import init_checkpoint
+from trainers.run.dirs import check_writable_dir, load_saved_config
 from trainers.run.episodes import write_episodes
-from trainers.run.files import TEST_FILE, atomic_write_text, read_jsonl, trained_seconds
-from trainers.run.log import RunLogger
-from trainers.run.provenance import record_session
+from trainers.run.files import trained_seconds
+from trainers.run.lifecycle import Run, run_files_lines
 from trainers.run.trees import write_trees
 from trainers.runtime import Runtime, WorkerLost, make_runtime
-from trainers.seeding import seed_everything
 
 __all__ = ["Summary", "train", "main", "parse_train_args", "load_run_config"]
+
+COMMAND = "trainers.at_grpo"  # the module a resumed run is continued with
 
 LEGACY_DEFAULTS = {"dynamic_sampling": True, "old_logprobs": "sampler"}
 LEARNER_KEYS = (
@@ -138,11 +138,6 @@ def load_run_config(run_dir: str | Path, overrides: Mapping[str, Any] | None = N
     # Runs saved before these fields existed always dropped zero-advantage samples and trusted
     # the sampler's logprobs: keep doing so, or their resumed steps would differ.
     return load_saved_config(TrainConfig, run_dir, overrides, RESUMABLE_OVERRIDES, LEGACY_DEFAULTS)
-
-
-def _new_run_dir(config: TrainConfig) -> Path:
-    stem = f"{envs.spec(config.env).name}-{config.algo}-{config.team}"
-    return new_run_dir(config.output_dir, config.run_name, stem)
 
 
 # ---------------------------------------------------------------------------- one step
@@ -235,7 +230,7 @@ def _sandbox_metrics(stats: dict[str, float]) -> dict[str, float]:
 
 # ---------------------------------------------------------------------------- the run
 def _evaluate(
-    config: TrainConfig, runtime: Runtime, logger: RunLogger, step: int, *, test: bool = False
+    config: TrainConfig, runtime: Runtime, run: Run, step: int, *, test: bool = False
 ) -> dict[str, float]:
     """The in-run evaluation (``eval_tasks`` of ``eval_split``), or with ``test`` the held-out
     test evaluation (``test_tasks`` of the protocol's block, logged to test.jsonl)."""
@@ -254,9 +249,9 @@ def _evaluate(
     result: EvalResult = eval_result(runtime.collect(request))
     if test:
         metrics = {**result.metrics, "first_task_seed": request.tasks[0].seed}
-        logger.log_test(step, metrics)
+        run.log_test(step, metrics)
         return metrics
-    logger.log_eval(step, result.metrics, result.episodes, transcripts=config.transcripts)
+    run.log_eval(step, result.metrics, result.episodes, transcripts=config.transcripts)
     return result.metrics
 
 
@@ -323,13 +318,18 @@ def _run(
     say = progress.write  # print() would tear the progress display apart
     progress.phase("choosing CPU threads")
     config = dataclasses.replace(config, threads=apply_thread_policy(config.threads, say))  # in config.json
-    run_dir = Path(config.resume) if config.resume else _new_run_dir(config)
-    checkpoint = resume_checkpoint(run_dir) if config.resume else None  # newest intact one
-    seed_everything(config.seed)  # LoRA initialisation draws from the global torch RNG
+    run = Run.open(
+        COMMAND,
+        resume=config.resume,
+        output_dir=config.output_dir,
+        run_name=config.run_name,
+        stem=f"{envs.spec(config.env).name}-{config.algo}-{config.team}",
+        seed=config.seed,
+    )
     progress.phase(f"loading {config.model} ({config.backend}, runtime {config.runtime})")
     runtime = make_runtime(config, env)
     try:
-        return _train(config, runtime, run_dir, checkpoint, initial_eval, progress, started)
+        return _train(config, runtime, run, initial_eval, progress, started)
     finally:
         runtime.close()
 
@@ -337,8 +337,7 @@ def _run(
 def _train(
     config: TrainConfig,
     runtime: Runtime,
-    run_dir: Path,
-    checkpoint: Path | None,
+    run: Run,
     initial_eval: tuple[dict[str, float] | None, dict[str, float] | None],
     progress: RunProgress,
     started: float,
@@ -348,6 +347,7 @@ def _train(
     recomputing = runtime.old_logprob_units()
     source = f"recomputed by the learner for {', '.join(recomputing)}" if recomputing else "the sampler's"
     say(f"pi_old: {source} (--old-logprobs {config.old_logprobs})")
+    checkpoint = run.checkpoint
     saved = runtime.load_checkpoint(checkpoint) if checkpoint else {"step": 0}
     start = saved["step"]
     # A stateful estimator's state (rae's seat baselines) continues where the checkpoint left it.
@@ -357,32 +357,31 @@ def _train(
         say(runtime.initialise(config))
     if checkpoint or config.init:
         runtime.publish()  # engines still serve the base weights
-    say(f"run dir: {run_dir}" + (f" (resuming after step {start})" if config.resume else ""))
-    logger = RunLogger(
-        run_dir,
-        resume_step=start if config.resume else None,
+    run.begin(
+        start,
+        config_to_dict(config),
         tensorboard=config.tensorboard,
         plots=config.plots,
+        close_display=progress.close,
     )
-    atomic_write_text(run_dir / "config.json", json.dumps(config_to_dict(config), indent=2))
-    record_session(run_dir, "resumed" if config.resume else "started")
-    with logger:
-        evals = {record["step"]: record for record in read_jsonl(run_dir / "eval.jsonl")}
-        tests = {record["step"]: record for record in read_jsonl(run_dir / TEST_FILE)}
+    say(run.opening_line())
+    run_dir = run.dir
+    with run:
+        evals, tests = dict(run.evals), run.tests  # evals: those made before this session
         initial_in_run, initial_test = initial_eval
         before = evals.get(0)
         if before is None and initial_in_run is not None:
-            logger.log_eval(0, initial_in_run)
+            run.log_eval(0, initial_in_run)
             before = initial_in_run
         if before is None:
             progress.phase(f"evaluating on {config.eval_tasks} {config.eval_split} tasks (step 0)")
-            before = _evaluate(config, runtime, logger, 0)
+            before = _evaluate(config, runtime, run, 0)
         if plays_test(config) and 0 not in tests:
             if initial_test is not None:
-                tests[0] = logger.log_test(0, initial_test)
+                run.log_test(0, initial_test)
             else:
                 progress.phase(f"evaluating on {config.test_tasks} held-out test tasks (step 0)")
-                tests[0] = _evaluate(config, runtime, logger, 0, test=True)
+                _evaluate(config, runtime, run, 0, test=True)
         last_eval = max(evals) if evals else 0
         after = evals[last_eval] if evals else before  # a resumed run's latest evaluation
         eval_text, train_text = _eval_line(last_eval, after, config.eval_split), ""
@@ -395,6 +394,7 @@ def _train(
             for step in range(start + 1, config.steps + 1):
                 if clock.spent():  # a resumed run whose budget ran out at its checkpoint
                     break
+
                 def record_trees(batch: RolloutBatch, advantages: np.ndarray, step: int = step) -> None:
                     write_trees(run_dir, step, batch.samples, advantages, config.report_trees)
 
@@ -403,7 +403,7 @@ def _train(
                 )
                 if config.save_episodes:
                     write_episodes(run_dir, step, episodes)
-                logger.log_step(step, metrics)
+                run.logger.log_step(step, metrics)
                 at_mark = clock.add(metrics["time/step"])
                 train_text = _train_line(step, metrics) + clock.text()
                 progress.show(f"{train_text} | {eval_text}")
@@ -411,7 +411,7 @@ def _train(
                 if last or at_mark or (config.eval_every and step % config.eval_every == 0):
                     where = f"{config.eval_tasks} {config.eval_split} tasks"
                     progress.phase(f"step {step}: evaluating on {where}")
-                    after = _evaluate(config, runtime, logger, step)  # also redraws the plots
+                    after = _evaluate(config, runtime, run, step)  # also redraws the plots
                     eval_text = _eval_line(step, after, config.eval_split)
                     progress.show(f"{train_text} | {eval_text}")
                 if last or at_mark or step % config.checkpoint_every == 0:
@@ -426,27 +426,17 @@ def _train(
                 final = step
                 if last:
                     break
+            if run.needs_final_evaluation(final):  # a resume that asked for no new step
+                progress.phase(f"step {final}: evaluating on {config.eval_tasks} {config.eval_split} tasks")
+                after = _evaluate(config, runtime, run, final)
             if plays_test(config) and final not in tests:  # after the last step's checkpoint
                 progress.phase(f"step {final}: evaluating on {config.test_tasks} held-out test tasks")
-                tests[final] = _evaluate(config, runtime, logger, final, test=True)
+                _evaluate(config, runtime, run, final, test=True)
             progress.phase("done")
-        except KeyboardInterrupt:
-            progress.close()
-            done = latest_checkpoint(run_dir)
-            print(
-                f"\ninterrupted; last complete checkpoint: {done or 'none'}.\n"
-                f"continue with: python -m trainers.at_grpo --resume {run_dir}",
-                file=sys.stderr,
-            )
-            raise KeyboardInterrupt from None
         except WorkerLost as err:
             progress.close()
-            done = latest_checkpoint(run_dir)
-            raise WorkerLost(
-                f"{err}\nlast complete checkpoint: {done or 'none'}; continue with: "
-                f"python -m trainers.at_grpo --resume {run_dir}"
-            ) from None
-    records = read_jsonl(run_dir / "metrics.jsonl")
+            raise WorkerLost(f"{err}\n{run.lost_line()}") from None
+    records = run.step_records()
     phases = ("time/generate", "time/env", "time/learner", "time/sync", "time/step")
     phase_seconds = {
         p: float(np.mean([r[p] for r in records if p in r])) for p in phases if any(p in r for r in records)
@@ -499,14 +489,7 @@ def format_summary(summary: Summary) -> str:
             "A small model needs a warm start first: python -m trainers.sft --env <env>, "
             "then this command with --init <that run dir> (README, Results)"
         )
-    lines += [
-        f"  metrics     {summary.run_dir / 'metrics.jsonl'} (eval.jsonl, test.jsonl)",
-        f"  report      {summary.run_dir / 'report.html'} (open it in a browser)",
-        f"  plots       {summary.run_dir / 'plots'}",
-        f"  tensorboard tensorboard --logdir {summary.run_dir / 'tensorboard'}",
-        f"  resume      python -m trainers.at_grpo --resume {summary.run_dir} --steps N",
-    ]
-    return "\n".join(lines)
+    return "\n".join(lines + run_files_lines(summary.run_dir, COMMAND))
 
 
 PRINT_CONFIG = "--print-config"

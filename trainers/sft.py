@@ -55,17 +55,18 @@ from trainers.evaluation import evaluate, held_out_line
 from trainers.progress import RunProgress
 from trainers.records import RecordedEpisode, TaskKey, Turn
 from trainers.rollout import role_sampling_for
-from trainers.run.checkpoint import latest_checkpoint, load_checkpoint, resume_checkpoint, save_checkpoint
-from trainers.run.dirs import load_saved_config, new_run_dir
+from trainers.run.checkpoint import load_checkpoint, save_checkpoint
+from trainers.run.dirs import load_saved_config
 from trainers.run.episodes import read_episodes
-from trainers.run.files import TEST_FILE, atomic_write_text, read_jsonl, trained_seconds
-from trainers.run.log import RunLogger
-from trainers.run.provenance import record_session
+from trainers.run.files import trained_seconds
+from trainers.run.lifecycle import Run, run_files_lines
 from trainers.sft_config import SFT_RESUMABLE_OVERRIDES, SFTConfig, resolve_sft_config
 from trainers.supervised import SupervisedLearner
 from trainers.teams import build_team
 
 __all__ = ["SFTSummary", "train_sft", "main", "batch_indices", "lr_factor", "team_variants"]
+
+COMMAND = "trainers.sft"  # the module a resumed warm start is continued with
 
 
 @dataclasses.dataclass(frozen=True)
@@ -238,7 +239,7 @@ def _demonstrations(config: SFTConfig, teams: dict[str, Team]) -> tuple[list[Tur
 def _evaluate(
     config: SFTConfig,
     teams: dict[str, Team],
-    logger: RunLogger,
+    run: Run,
     step: int,
     val_nll: float | None = None,
 ) -> dict[str, float]:
@@ -267,9 +268,9 @@ def _evaluate(
             if test:
                 metrics["first_task_seed"] = result.episodes[0].task.seed
     if test:
-        logger.log_test(step, metrics)
+        run.log_test(step, metrics)
     else:
-        logger.log_eval(step, metrics, shown, transcripts=config.transcripts)
+        run.log_eval(step, metrics, shown, transcripts=config.transcripts)
     return metrics
 
 
@@ -283,10 +284,6 @@ def team_metrics(record: dict[str, float], variant: str, teams: Sequence[str]) -
 
 def _plays_test(config: SFTConfig) -> bool:
     return bool(config.test_tasks) and config.eval_split != "test"
-
-
-def _new_run_dir(config: SFTConfig) -> Path:
-    return new_run_dir(config.output_dir, config.run_name, f"{envs.spec(config.env).name}-sft")
 
 
 def _resolved_fields(given: dict) -> dict:
@@ -317,14 +314,18 @@ def train_sft(config: SFTConfig) -> SFTSummary:
 
 
 def _run_sft(config: SFTConfig, progress: RunProgress, started: float) -> SFTSummary:
-    import torch
-
     say = progress.write  # print() would tear the progress display apart
     progress.phase("choosing CPU threads")
     config = dataclasses.replace(config, threads=apply_thread_policy(config.threads, say))  # in config.json
-    run_dir = Path(config.resume) if config.resume else _new_run_dir(config)
-    checkpoint = resume_checkpoint(run_dir) if config.resume else None  # newest intact one
-    torch.manual_seed(config.seed)  # LoRA initialisation draws from the global torch RNG
+    run = Run.open(
+        COMMAND,
+        resume=config.resume,
+        output_dir=config.output_dir,
+        run_name=config.run_name,
+        stem=f"{envs.spec(config.env).name}-sft",
+        seed=config.seed,
+    )
+    run_dir, checkpoint = run.dir, run.checkpoint
     progress.phase(f"loading {config.model}")
     teams = team_variants(config)
     learner = SupervisedLearner(
@@ -335,7 +336,6 @@ def _run_sft(config: SFTConfig, progress: RunProgress, started: float) -> SFTSum
     )
     start = load_checkpoint(checkpoint, learner)["step"] if checkpoint else 0
     progress.resume_at(start)
-    say(f"run dir: {run_dir}" + (f" (resuming after step {start})" if checkpoint else ""))
     progress.phase(f"recording demonstrations ({' '.join(config.demos)})")
     train, val = _demonstrations(config, teams)
     if not train:
@@ -347,99 +347,89 @@ def _run_sft(config: SFTConfig, progress: RunProgress, started: float) -> SFTSum
         f"demonstrations: {len(train)} train turns ({' '.join(config.demos)} x {list(config.teams)}), "
         f"{len(val)} validation turns"
     )
-    logger = RunLogger(
-        run_dir, resume_step=start if checkpoint else None, tensorboard=config.tensorboard, plots=config.plots
+    run.begin(
+        start,
+        config_to_dict(config),
+        tensorboard=config.tensorboard,
+        plots=config.plots,
+        close_display=progress.close,
     )
-    atomic_write_text(run_dir / "config.json", json.dumps(config_to_dict(config), indent=2))
-    record_session(run_dir, "resumed" if checkpoint else "started")
+    say(run.opening_line())
 
     def evaluate_at(step: int, val_nll: float) -> dict[str, float]:
         progress.phase(f"step {step}: evaluating on {config.eval_tasks} {config.eval_split} tasks")
-        return _evaluate(config, teams, logger, step, val_nll)
+        return _evaluate(config, teams, run, step, val_nll)
 
     def test_at(step: int) -> None:
-        if _plays_test(config) and step not in tests:
+        if _plays_test(config) and step not in run.tests:
             progress.phase(f"step {step}: evaluating on {config.test_tasks} held-out test tasks")
-            tests[step] = _evaluate(config, teams, logger, step)
+            _evaluate(config, teams, run, step)
 
-    with logger:
-        evals = {record["step"]: record for record in read_jsonl(run_dir / "eval.jsonl")}
-        tests = {record["step"]: record for record in read_jsonl(run_dir / TEST_FILE)}
+    with run:
+        evals, tests = dict(run.evals), run.tests  # evals: those made before this session
         if 0 not in evals:
             progress.phase("validation NLL (step 0)")
         before = evals.get(0) or evaluate_at(0, learner.nll(val)["all"])
         test_at(0)
         after = evals[max(evals)] if evals else before
-        vals = [r["val_nll"] for r in read_jsonl(run_dir / "metrics.jsonl") if "val_nll" in r]
+        vals = [r["val_nll"] for r in run.step_records() if "val_nll" in r]
         val_before = before["val_nll"]
         val_after = vals[-1] if vals else val_before
         eval_text = f"held-out (step {max(evals, default=0)}): success {after['success']:.2f}"
         progress.show(eval_text)
         clock = TrainingClock(config.train_minutes, seconds=trained_seconds(run_dir, start))
         final = start
-        try:
-            for step in range(start + 1, config.steps + 1):
-                if clock.spent():  # a resumed run whose budget ran out at its checkpoint
-                    break
-                progress.phase(f"step {step}: updating on {config.batch_size} demonstrations")
-                step_start = time.perf_counter()
-                batch = [train[i] for i in batch_indices(len(train), config.batch_size, config.seed, step)]
-                lr = config.lr * lr_factor(config.lr_schedule, step, config.steps, config.warmup_steps)
-                learner.set_lr(lr)
-                per_unit = learner.step(batch)
-                units = list(per_unit.values())
-                tokens = sum(m["tokens"] for m in units)
-                metrics = {
-                    "nll": sum(m["nll"] * m["tokens"] for m in units) / max(tokens, 1),
-                    "tokens": tokens,
-                    "grad_norm": float(np.mean([m["grad_norm"] for m in units])),
-                    "epoch": (step * config.batch_size) / len(train),
-                    "lr": lr,
-                    **{f"learner/{name}/{k}": v for name, m in per_unit.items() for k, v in m.items()},
-                }
-                metrics["time/step"] = time.perf_counter() - step_start  # the update alone
-                clock.add(metrics["time/step"])
-                last = step == config.steps or clock.spent()
-                evaluating = last or bool(config.eval_every and step % config.eval_every == 0)
-                if evaluating or step % config.val_every == 0:
-                    progress.phase(f"step {step}: validation NLL")
-                    metrics["val_nll"] = val_after = learner.nll(val)["all"]
-                logger.log_step(step, metrics)
-                train_text = f"step {step}: nll {metrics['nll']:.3f}  val nll {val_after:.3f}" + clock.text()
+        for step in range(start + 1, config.steps + 1):
+            if clock.spent():  # a resumed run whose budget ran out at its checkpoint
+                break
+            progress.phase(f"step {step}: updating on {config.batch_size} demonstrations")
+            step_start = time.perf_counter()
+            batch = [train[i] for i in batch_indices(len(train), config.batch_size, config.seed, step)]
+            lr = config.lr * lr_factor(config.lr_schedule, step, config.steps, config.warmup_steps)
+            learner.set_lr(lr)
+            per_unit = learner.step(batch)
+            units = list(per_unit.values())
+            tokens = sum(m["tokens"] for m in units)
+            metrics = {
+                "nll": sum(m["nll"] * m["tokens"] for m in units) / max(tokens, 1),
+                "tokens": tokens,
+                "grad_norm": float(np.mean([m["grad_norm"] for m in units])),
+                "epoch": (step * config.batch_size) / len(train),
+                "lr": lr,
+                **{f"learner/{name}/{k}": v for name, m in per_unit.items() for k, v in m.items()},
+            }
+            metrics["time/step"] = time.perf_counter() - step_start  # the update alone
+            clock.add(metrics["time/step"])
+            last = step == config.steps or clock.spent()
+            evaluating = last or bool(config.eval_every and step % config.eval_every == 0)
+            if evaluating or step % config.val_every == 0:
+                progress.phase(f"step {step}: validation NLL")
+                metrics["val_nll"] = val_after = learner.nll(val)["all"]
+            run.logger.log_step(step, metrics)
+            train_text = f"step {step}: nll {metrics['nll']:.3f}  val nll {val_after:.3f}" + clock.text()
+            progress.show(f"{train_text} | {eval_text}")
+            if evaluating:
+                after = evaluate_at(step, val_after)
+                eval_text = f"held-out (step {step}): success {after['success']:.2f}"
                 progress.show(f"{train_text} | {eval_text}")
-                if evaluating:
-                    after = evaluate_at(step, val_after)
-                    eval_text = f"held-out (step {step}): success {after['success']:.2f}"
-                    progress.show(f"{train_text} | {eval_text}")
-                if last or step % config.checkpoint_every == 0:
-                    progress.phase(f"step {step}: saving a checkpoint")
-                    save_checkpoint(
-                        run_dir,
-                        step,
-                        learner,
-                        {"trainer": "sft", "config": config_to_dict(config)},
-                        keep=config.keep_checkpoints,
-                    )
-                progress.advance()
-                final = step
-                if last:
-                    break
-            if final == start and max(evals, default=-1) != start:
-                # Resumed with --steps at (or below) the last checkpoint, e.g. to end a run
-                # early: no step is left, but these weights were never evaluated, and the
-                # summary must not report an older evaluation as "after".
-                val_after = learner.nll(val)["all"]
-                after = evaluate_at(start, val_after)
-            test_at(final)  # the final weights' test number
-            progress.phase("done")
-        except KeyboardInterrupt:
-            progress.close()
-            print(
-                f"\ninterrupted; last complete checkpoint: {latest_checkpoint(run_dir) or 'none'}.\n"
-                f"continue with: python -m trainers.sft --resume {run_dir}",
-                file=sys.stderr,
-            )
-            raise
+            if last or step % config.checkpoint_every == 0:
+                progress.phase(f"step {step}: saving a checkpoint")
+                save_checkpoint(
+                    run_dir,
+                    step,
+                    learner,
+                    {"trainer": "sft", "config": config_to_dict(config)},
+                    keep=config.keep_checkpoints,
+                )
+            progress.advance()
+            final = step
+            if last:
+                break
+        if run.needs_final_evaluation(final):  # a resume that asked for no new step
+            val_after = learner.nll(val)["all"]
+            after = evaluate_at(final, val_after)
+        test_at(final)  # the final weights' test number
+        progress.phase("done")
     return SFTSummary(
         run_dir,
         final,
@@ -481,7 +471,7 @@ def format_sft_summary(summary: SFTSummary, config: SFTConfig) -> str:
             before, after = (team_metrics(record, variant, config.teams) for record in held_out)
             lines.append(f"  {variant}: " + held_out_line(before, {**after, "first_task_seed": first_seed}))
     lines += [
-        f"  plots       {summary.run_dir / 'plots'}",
+        *run_files_lines(summary.run_dir, COMMAND),
         f"  next        python -m trainers.at_grpo --env {config.env} --model {config.model} "
         f"--init {summary.run_dir}",
     ]

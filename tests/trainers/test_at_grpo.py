@@ -158,7 +158,8 @@ MISTAKES = {
     "hub id not in the cache": (["--model", "teamgym-tests/nope"], ["--model", "not available offline"]),
     "unknown output option": (["--output-dri", "x"], ["--output-dri"]),
     "per-role value of a role the team lacks": (
-        ["--temperature", "exec=1.5"], ["--temperature", "['exec']", "'planner', 'executor'"]
+        ["--temperature", "exec=1.5"],
+        ["--temperature", "['exec']", "'planner', 'executor'"],
     ),
     "per-role temperature <= 0": (["--temperature", "executor=0"], ["role_temperature", "--temperature"]),
     "a team the env lacks": (["--env", "tictactoe", "--team", "single"], ["team='single'", "--team mas"]),
@@ -591,3 +592,26 @@ def test_a_scripted_opponent_plays_its_seat_and_only_the_model_trains(tmp_path):
     assert second and all(not turn["invalid"] for turn in second)  # random legal cells, never invalid
     assert all(turn["response"].startswith("<answer>") and turn["response"][8].isdigit() for turn in second)
     assert any(turn["agent"] == "first_0" for turn in turns)  # the tiny model played the first seat
+
+
+def test_ending_a_run_early_at_its_last_checkpoint_evaluates_those_weights(tmp_path, monkeypatch, capsys):
+    # The warm start always did this; the RL trainer reported its step-0 evaluation as "after".
+    import trainers.at_grpo as at_grpo
+
+    real = at_grpo.step_request
+
+    def interrupt_at_step_3(config, step, sampling):
+        if step == 3:  # after step 2's checkpoint, before the run's last-step evaluation
+            raise KeyboardInterrupt
+        return real(config, step, sampling)
+
+    monkeypatch.setattr(at_grpo, "step_request", interrupt_at_step_3)
+    with pytest.raises(KeyboardInterrupt):
+        at_grpo.train(_tiny_config(tmp_path, steps=6, checkpoint_every=1, test_tasks=0))
+    assert f"continue with: python -m trainers.at_grpo --resume {tmp_path / 'run'}" in capsys.readouterr().err
+    monkeypatch.setattr(at_grpo, "step_request", real)
+    overrides = {"resume": str(tmp_path / "run"), "steps": 2, "progress": False}
+    summary = at_grpo.train(load_run_config(tmp_path / "run", overrides))
+    evals = read_jsonl(summary.run_dir / "eval.jsonl")
+    assert [e["step"] for e in evals] == [0, 2]  # the step-2 weights, evaluated on resume
+    assert summary.steps == 2 and summary.after["success"] == evals[-1]["success"]
