@@ -318,14 +318,7 @@ def _run(
     say = progress.write  # print() would tear the progress display apart
     progress.phase("choosing CPU threads")
     config = dataclasses.replace(config, threads=apply_thread_policy(config.threads, say))  # in config.json
-    run = Run.open(
-        COMMAND,
-        resume=config.resume,
-        output_dir=config.output_dir,
-        run_name=config.run_name,
-        stem=f"{envs.spec(config.env).name}-{config.algo}-{config.team}",
-        seed=config.seed,
-    )
+    run = Run.open(COMMAND, config, stem=f"{envs.spec(config.env).name}-{config.algo}-{config.team}")
     progress.phase(f"loading {config.model} ({config.backend}, runtime {config.runtime})")
     runtime = make_runtime(config, env)
     try:
@@ -357,13 +350,7 @@ def _train(
         say(runtime.initialise(config))
     if checkpoint or config.init:
         runtime.publish()  # engines still serve the base weights
-    run.begin(
-        start,
-        config_to_dict(config),
-        tensorboard=config.tensorboard,
-        plots=config.plots,
-        close_display=progress.close,
-    )
+    run.begin(start, config, close_display=progress.close)
     say(run.opening_line())
     run_dir = run.dir
     with run:

@@ -317,14 +317,7 @@ def _run_sft(config: SFTConfig, progress: RunProgress, started: float) -> SFTSum
     say = progress.write  # print() would tear the progress display apart
     progress.phase("choosing CPU threads")
     config = dataclasses.replace(config, threads=apply_thread_policy(config.threads, say))  # in config.json
-    run = Run.open(
-        COMMAND,
-        resume=config.resume,
-        output_dir=config.output_dir,
-        run_name=config.run_name,
-        stem=f"{envs.spec(config.env).name}-sft",
-        seed=config.seed,
-    )
+    run = Run.open(COMMAND, config, stem=f"{envs.spec(config.env).name}-sft")
     run_dir, checkpoint = run.dir, run.checkpoint
     progress.phase(f"loading {config.model}")
     teams = team_variants(config)
@@ -347,13 +340,7 @@ def _run_sft(config: SFTConfig, progress: RunProgress, started: float) -> SFTSum
         f"demonstrations: {len(train)} train turns ({' '.join(config.demos)} x {list(config.teams)}), "
         f"{len(val)} validation turns"
     )
-    run.begin(
-        start,
-        config_to_dict(config),
-        tensorboard=config.tensorboard,
-        plots=config.plots,
-        close_display=progress.close,
-    )
+    run.begin(start, config, close_display=progress.close)
     say(run.opening_line())
 
     def evaluate_at(step: int, val_nll: float) -> dict[str, float]:

@@ -3,9 +3,9 @@
 A training command (``trainers.at_grpo`` and its aliases, ``trainers.sft``) does, around its
 own steps::
 
-    run = Run.open("trainers.sft", resume=config.resume, output_dir=..., run_name=..., stem=..., seed=...)
+    run = Run.open("trainers.sft", config, stem="plan_path-sft")
     ...build the model, load run.checkpoint into it (its step, or 0)...
-    with run.begin(step, config_to_dict(config), tensorboard=..., plots=...):
+    with run.begin(step, config, close_display=progress.close):
         ...evaluate step 0 unless run.evals has it, the step loop (run.logger logs)...
         if run.needs_final_evaluation(final): ...evaluate the final weights...
 
@@ -26,6 +26,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from trainers.cli import config_to_dict
 from trainers.records import Episode
 from trainers.run.checkpoint import latest_checkpoint, resume_checkpoint
 from trainers.run.dirs import new_run_dir
@@ -75,42 +76,32 @@ class Run:
         self._close_display: Callable[[], None] | None = None
 
     @classmethod
-    def open(
-        cls,
-        command: str,
-        *,
-        resume: str | Path | None,
-        output_dir: str | Path,
-        run_name: str | None,
-        stem: str,
-        seed: int,
-    ) -> Run:
-        """The run directory (``resume``'s, or a new one under ``output_dir``) and its newest intact
-        checkpoint; seeds every global generator with ``seed`` (LoRA initialisation draws from
-        torch's), before the caller builds its model."""
-        run_dir = Path(resume) if resume else new_run_dir(output_dir, run_name, stem)
+    def open(cls, command: str, config: Any, *, stem: str) -> Run:
+        """The run directory of ``config`` (a resolved ``TrainConfig`` or ``SFTConfig``): the one
+        ``config.resume`` names and its newest intact checkpoint, or a new one under
+        ``config.output_dir`` (``config.run_name``, else ``<stem>-<date>-<time>``). Seeds every
+        global generator with ``config.seed`` (LoRA initialisation draws from torch's), before
+        the caller builds its model."""
+        resume = config.resume
+        run_dir = Path(resume) if resume else new_run_dir(config.output_dir, config.run_name, stem)
         checkpoint = resume_checkpoint(run_dir) if resume else None
-        seed_everything(seed)
+        seed_everything(config.seed)
         return cls(command, run_dir, checkpoint, resumed=bool(resume))
 
-    def begin(
-        self,
-        start: int,
-        config: Mapping[str, Any],
-        *,
-        tensorboard: bool,
-        plots: bool,
-        close_display: Callable[[], None] | None = None,
-    ) -> Run:
-        """Start logging after step ``start`` (the loaded checkpoint's, else 0): the logger, the
-        config, the session's provenance, the evaluations already made. Use as ``with``.
-        ``close_display``: ends the command's progress display before the interrupt message."""
+    def begin(self, start: int, config: Any, *, close_display: Callable[[], None] | None = None) -> Run:
+        """Start logging after step ``start`` (the loaded checkpoint's, else 0): the logger (with
+        ``config.tensorboard`` / ``config.plots``), ``config.json``, the session's provenance, the
+        evaluations already made. Use as ``with``. ``close_display``: ends the command's
+        progress display before the interrupt message."""
         self.start = start
         self._close_display = close_display
         self.logger = RunLogger(
-            self.dir, resume_step=start if self.resumed else None, tensorboard=tensorboard, plots=plots
+            self.dir,
+            resume_step=start if self.resumed else None,
+            tensorboard=config.tensorboard,
+            plots=config.plots,
         )
-        atomic_write_text(self.dir / CONFIG_FILE, json.dumps(dict(config), indent=2))
+        atomic_write_text(self.dir / CONFIG_FILE, json.dumps(config_to_dict(config), indent=2))
         record_session(self.dir, "resumed" if self.resumed else "started")
         self.evals = {record["step"]: record for record in read_jsonl(self.dir / EVAL_FILE)}
         self.tests = {record["step"]: record for record in read_jsonl(self.dir / TEST_FILE)}
