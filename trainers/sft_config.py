@@ -9,19 +9,20 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal
 
-from agents.models import DEFAULT_MODEL
 from trainers.backends import BackendConfig, PolicyFactory, policy_factory
-from trainers.config import (
-    ConfigError,
-    TrainConfig,
-    _env_name,
-    _positive,
-    check_role_values,
-    env_preset,
-    preset_role_lengths,
+from trainers.config import ConfigError, TrainConfig, _env_name, env_preset, preset_role_lengths
+from trainers.config_fields import (
+    CheckpointFields,
+    DeviceFields,
+    EnvFields,
+    HeldOutFields,
+    ModelFields,
+    OutputFields,
+    ReplyFields,
+    check_at_least,
 )
 from trainers.rollout import EnvSetup
 
@@ -35,35 +36,22 @@ __all__ = [
 
 
 @dataclass(frozen=True)
-class SFTConfig:
-    """A supervised warm start on demonstrations (``python -m trainers.sft --help``)."""
+class SFTConfig(
+    CheckpointFields, OutputFields, HeldOutFields, ReplyFields, ModelFields, EnvFields, DeviceFields
+):
+    """A supervised warm start on demonstrations (``python -m trainers.sft --help``); the fields it
+    shares with training and evaluation come from ``trainers.config_fields`` (same meaning, same
+    checks; the defaults redeclared here are the warm start's)."""
 
     # --- env ---
     env: str = "plan_path"
     """Registered env id (plan_path, sokoban-v1, ...), or module:id to import your env's module first."""
-    env_kwargs: dict = field(default_factory=dict)
-    """Extra envs.make() arguments as JSON, merged over the env preset's."""
     teams: tuple[str, ...] = ("mas",)
     """Team variants whose roles are demonstrated, e.g. mas single (more than one needs --policy shared)."""
 
     # --- team ---
     policy: Literal["shared", "per_role"] = "shared"
     """'shared': one set of weights learns every role; 'per_role': each role its own (as in training)."""
-    model: str = DEFAULT_MODEL
-    """Model: a built-in name (smollm2-135m-instruct, tiny-test), a local HF directory or a hub id."""
-    lora: bool = True
-    """Train LoRA adapters (one shared, or one per role) instead of the full weights."""
-    lora_rank: int = 8
-    """LoRA rank r."""
-    lora_alpha: int = 16
-    """LoRA alpha (scale = alpha / r)."""
-    response_prefix: str = "<answer>"
-    """Text written as the start of every reply (not trained), as in training."""
-    device: str | None = None
-    """Torch device (None: cuda when available, else cpu)."""
-    threads: int | None = None
-    """CPU threads for torch (None: the CPUs this process is allotted minus those other work keeps busy
-    at start; agents.threads). Recorded in the run's config."""
 
     # --- data ---
     demos: tuple[str, ...] = ("oracle",)
@@ -74,8 +62,6 @@ class SFTConfig:
     val_tasks: int = 64
     """Validation tasks (the train split's validation slice, never trained on) the oracle plays for
     the validation loss; without 'oracle' in --demos, every 10th task of the runs' episodes is held out."""
-    stop: tuple[str, ...] = ("</answer>",)
-    """Stop strings of the rollouts: a reply's tokens run through the first one."""
 
     # --- optimisation ---
     steps: int = 240
@@ -106,41 +92,12 @@ class SFTConfig:
     eval_every: int = 120
     """Success of each team of --teams on --eval-split tasks every N steps, before and after training
     (0: only those two)."""
-    eval_tasks: int = 64
+    eval_tasks: int | None = 64
     """Tasks per in-run evaluation (one greedy episode each)."""
-    eval_split: Literal["test", "validation"] = "validation"
-    """Where the in-run evaluations play: the train split's 'validation' slice (never trained on; choose
-    --steps and --lr there), or 'test' to put the curve itself on held-out test tasks."""
-    test_tasks: int | None = None
-    """Held-out test tasks (the protocol's block, README: Held-out protocol) each team plays before
-    training and after the last step: the warm start's test number with its task-level standard error
-    (None: --eval-tasks; 0: none). With --eval-split test the in-run evaluations are the test number."""
-    max_new_tokens: int | None = None
-    """Longest reply in tokens at evaluation (None: the env preset's)."""
-    role_max_new_tokens: dict = field(default_factory=dict)
-    """Per-role longest reply at evaluation, given as --max-new-tokens ROLE=N (repeatable), e.g.
-    --max-new-tokens tool=320 for a role that writes programs, merged over the env preset's (the
-    planning envs': tool=384); roles not named use --max-new-tokens."""
-    transcripts: int = 3
-    """Evaluation episodes written to transcripts/ per evaluation."""
 
     # --- logging ---
-    output_dir: str = "runs"
-    """Where run directories are created."""
-    run_name: str | None = None
-    """Run directory name (None: <env>-sft-<date>-<time>)."""
     checkpoint_every: int = 50
     """Write a checkpoint every N steps (and after the last one)."""
-    keep_checkpoints: int = 2
-    """Newest checkpoints kept on disk."""
-    tensorboard: bool = True
-    """Write TensorBoard events when tensorboard is installed."""
-    plots: bool = True
-    """Write PNG plots to <run dir>/plots when matplotlib is installed."""
-    progress: bool = True
-    """Show a live progress bar."""
-    resume: str | None = None
-    """Continue the run in this directory from its last complete checkpoint."""
 
     @property
     def team(self) -> str:
@@ -160,17 +117,11 @@ class SFTConfig:
         return policy_factory(BackendConfig(backend=self.backend, device=self.device), self.model)
 
     def __post_init__(self) -> None:
-        for name in ("train_tasks", "val_tasks", "steps", "batch_size", "eval_tasks", "lora_rank"):
-            _positive(self, name)
-        for name in ("lora_alpha", "micro_batch_tokens", "checkpoint_every", "keep_checkpoints", "val_every"):
-            _positive(self, name)
-        _positive(self, "max_new_tokens")
-        check_role_values(self.role_max_new_tokens, "max_new_tokens", int, "320")
-        _positive(self, "threads")
-        _positive(self, "eval_every", 0)
-        _positive(self, "train_minutes", 0)
-        _positive(self, "test_tasks", 0)
-        _positive(self, "transcripts", 0)
+        super().__post_init__()
+        for name in ("train_tasks", "val_tasks", "steps", "batch_size", "micro_batch_tokens", "val_every"):
+            check_at_least(self, name)
+        check_at_least(self, "eval_every", 0)
+        check_at_least(self, "train_minutes", 0)
         if isinstance(self.demos, str):  # config.json of runs saved before demos was a tuple
             object.__setattr__(self, "demos", (self.demos,))
         object.__setattr__(self, "demos", tuple(self.demos))
@@ -196,11 +147,6 @@ class SFTConfig:
             raise ConfigError(
                 f"max_grad_norm={self.max_grad_norm} must be > 0; pass e.g. --max-grad-norm 1.0"
             )
-        for reserved in ("split", "team"):
-            if reserved in self.env_kwargs:
-                raise ConfigError(
-                    f"env_kwargs may not set {reserved!r}; use --teams, and the splits are fixed"
-                )
 
 
 # Fields a resumed warm start may change; everything else must match the saved config.
