@@ -15,7 +15,13 @@ from agents.models import DEFAULT_MODEL
 from envs.splits import TEST_SEED_COUNT, TEST_SEED_START
 from trainers.backends import BackendConfig, check_model_backend
 from trainers.config import ConfigError
-from trainers.config_fields import OutputFields, ReplyFields, check_max_cycles, check_role_values
+from trainers.config_fields import (
+    OutputFields,
+    ReplyFields,
+    check_max_cycles,
+    check_role_values,
+    parse_role_policies,
+)
 
 __all__ = ["EvalConfig", "ConfigError", "POLICY_KINDS", "BASELINES"]
 
@@ -143,22 +149,13 @@ def _validate(config: EvalConfig) -> None:
         raise ConfigError(
             f"baselines {unknown} are unknown; choose from {list(BASELINES)} (or none: --baselines)"
         )
-    for item in config.roles:
-        role, sep, kind = item.partition("=")
-        if not sep or not role or kind not in POLICY_KINDS:
-            raise ConfigError(
-                f"roles: {item!r} is not ROLE=POLICY with POLICY one of {list(POLICY_KINDS)}; "
-                "e.g. --roles planner=oracle executor=model"
-            )
+    parse_role_policies(config.roles, POLICY_KINDS, "--roles planner=oracle executor=model")
     from benchmarks.ladder import LADDER_OPPONENTS
 
     if bad := [kind for kind in config.ladder if kind not in LADDER_OPPONENTS]:
         raise ConfigError(f"ladder: {bad} are not ladder opponents; choose from {list(LADDER_OPPONENTS)}")
     if len(set(config.ladder)) != len(config.ladder):
         raise ConfigError(f"ladder: each opponent may be named once, got {list(config.ladder)}")
-    named = [item.partition("=")[0] for item in config.roles]
-    if len(set(named)) != len(named):
-        raise ConfigError(f"roles: each role may be named once, got {list(config.roles)}")
     for reserved in ("split", "team", "difficulty"):
         if reserved in config.env_kwargs:
             fix = {

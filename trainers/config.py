@@ -35,6 +35,7 @@ from trainers.config_fields import (
     ReplyFields,
     check_at_least,
     check_role_values,
+    parse_role_policies,
 )
 from trainers.errors import ConfigError
 
@@ -477,18 +478,8 @@ def scripted_roles(items: Sequence[str]) -> dict[str, str]:
     """``--roles`` items ``ROLE=POLICY`` as role -> scripted policy name, checked."""
     from agents.scripted import SCRIPTED_POLICIES
 
-    found: dict[str, str] = {}
-    for item in items:
-        role, sep, kind = item.partition("=")
-        if not sep or not role or kind not in SCRIPTED_POLICIES:
-            raise ConfigError(
-                f"roles: {item!r} is not ROLE=POLICY with POLICY one of {list(SCRIPTED_POLICIES)}; "
-                "e.g. --roles second=random (the model plays every role not named)"
-            )
-        if role in found:
-            raise ConfigError(f"roles: each role may be named once, got {list(items)}")
-        found[role] = kind
-    return found
+    example = "--roles second=random (the model plays every role not named)"
+    return parse_role_policies(items, tuple(SCRIPTED_POLICIES), example)
 
 
 def check_scripted_roles(scripted: Mapping[str, str], roles: Sequence[str]) -> None:

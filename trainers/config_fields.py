@@ -29,7 +29,7 @@ all of its groups. Field docstrings are the ``--help`` text (``trainers.cli``); 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -47,6 +47,7 @@ __all__ = [
     "check_at_least",
     "check_max_cycles",
     "check_role_values",
+    "parse_role_policies",
 ]
 
 
@@ -70,6 +71,26 @@ def check_role_values(values: Any, name: str, kind: type, example: str) -> None:
         if not number or (kind is int and not isinstance(value, int)) or value <= 0:
             what = "an int" if kind is int else "a number"
             raise ConfigError(f"role_{name}[{role!r}]={value!r} must be {what} > 0; {fix}")
+
+
+def parse_role_policies(items: Sequence[str], kinds: Sequence[str], example: str) -> dict[str, str]:
+    """``--roles`` items ``ROLE=POLICY`` as role -> policy kind, checked: both parts given, the
+    kind one of ``kinds``, each role named once (``example``: a command line that works).
+
+    Raises:
+        ConfigError: Naming the item and the fix.
+    """
+    found: dict[str, str] = {}
+    for item in items:
+        role, sep, kind = item.partition("=")
+        if not sep or not role or kind not in kinds:
+            raise ConfigError(
+                f"roles: {item!r} is not ROLE=POLICY with POLICY one of {list(kinds)}; e.g. {example}"
+            )
+        if role in found:
+            raise ConfigError(f"roles: each role may be named once, got {list(items)}")
+        found[role] = kind
+    return found
 
 
 def check_max_cycles(env_kwargs: Mapping[str, Any]) -> None:
