@@ -4,7 +4,7 @@ torch's default is one thread per core. On a machine where other work already ke
 busy that default collapses: its threads wait for each other at every parallel region, and a
 thread that shares its core with another process makes all of them wait. On this project's
 2-core machines with one core busy, generation ran 2.75x slower with 2 threads than with 1
-(``python -m benchmarks.generation``, README "CPU threads"; a user's report saw 14-16x).
+(``python -m benchmarks.generation``, docs/training.md, "CPU threads"; a user's report saw 14-16x).
 
 So every command of the project picks its thread count itself, before torch does any work:
 

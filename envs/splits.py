@@ -15,7 +15,7 @@ Two guarantees, both tested:
    small (4x4 Sudoku, small Sokoban rooms). The reference AT-GRPO code evaluated on its
    first training puzzles; this makes that impossible.
 
-The held-out protocol (README, "Held-out protocol") adds a third rule, about *which* test
+The held-out protocol (docs/evaluation.md, "Held-out protocol") adds a third rule, about *which* test
 tasks a reported number uses. Test tasks ``0 .. HELDOUT_TEST_START - 1`` (by index in the
 test split) were played throughout development before the protocol: recipes, prompts and
 learning rates were chosen with the first few hundred in view, and numbers on them did not
@@ -60,7 +60,7 @@ HELDOUT_TEST_START = 1_000_000
 """Index (in the test split) of the first task of every reported evaluation: the tasks
 below it were looked at while the recipes were developed (module docstring). If a choice
 is ever made by looking at this block, move the start past every task used so far and say
-so in the README's held-out protocol."""
+so in the held-out protocol (docs/evaluation.md)."""
 HEADLINE_TEST_TASKS = 256
 """Test tasks behind a headline number: a task-level standard error <= 0.031 at any success
 rate (sqrt(0.25 / 256))."""

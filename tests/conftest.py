@@ -13,7 +13,7 @@
   ``TEAMGYM_REQUIRE_CHROMIUM=1`` (``.ci/run`` installs Chromium and sets it).
 * Tests run torch on one thread (``TEAMGYM_THREADS=1`` unless the environment sets it):
   runs compared for exact equality then use the same count whatever the machine's load,
-  and no test's speed collapses beside other work (README, CPU threads). The test of the
+  and no test's speed collapses beside other work (docs/training.md, CPU threads). The test of the
   README's training command lifts the pin to exercise the automatic choice.
 * Tests not marked ``gpu`` run torch on the CPU also where CUDA is available (for their
   duration ``torch.cuda.is_available()`` says False, so ``HFPolicy`` and the trainers pick
@@ -62,7 +62,7 @@ def pytest_configure(config):
 # ------------------------------------------------------------------ running in parallel
 WORKER_MEMORY_GB = 5.0
 """What one pytest-xdist worker may hold at its peak, its subprocesses included (the guard in
-tests/memory.py and the README's measured per-module peaks keep it there): ``-n auto`` starts
+tests/memory.py and docs/testing.md's measured per-module peaks keep it there): ``-n auto`` starts
 no more workers than the available memory holds at this much each."""
 
 

@@ -1,6 +1,6 @@
 """Memory accounting for the test suite: a pytest plugin that ``tests/conftest.py`` registers.
 
-CI's machine has 24 GB and the whole run must stay under 10 GB (README, Testing), with two
+CI's machine has 24 GB and the whole run must stay under 10 GB (docs/testing.md), with two
 pytest-xdist workers side by side. Per test module:
 
 * A background thread samples, every ``SAMPLE_S`` seconds, the RSS of this process, the

@@ -37,7 +37,7 @@ LONG_MODULES = (
     "tests/envs/alfworld/test_pddl_differential.py",
     "tests/envs/test_conformance.py",
 )
-"""The modules that take longest (measured: README, Testing), first in the queue
+"""The modules that take longest (measured: docs/testing.md), first in the queue
 (``tests/conftest.py`` sorts the collection by it), so that under ``-n`` no long module starts
 last while the other workers idle. Order: the two learning tests (longest) first, then the
 heavy modules (a vLLM engine or a Ray cluster, 6-6.5 GB), which fit only beside light work:

@@ -44,3 +44,24 @@ def test_every_estimator_and_algo_preset_is_on_the_page():
     text = ALGORITHMS.read_text()
     assert [name for name in ADVANTAGE_ESTIMATORS if f"`{name}`" not in text] == []
     assert [name for name in ALGO_PRESETS if f"`{name}`" not in text] == []
+
+
+def _anchors(page: Path) -> set[str]:
+    """GitHub's anchors of a page's headings: lower case, punctuation dropped, spaces as '-'."""
+    headings = [line.lstrip("#").strip() for line in page.read_text().splitlines() if line.startswith("#")]
+    return {re.sub(r"[^\w\- ]", "", h.lower()).replace(" ", "-") for h in headings}
+
+
+def test_every_relative_link_of_the_readme_and_docs_resolves():
+    pages = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+    assert len(pages) >= 10 and len((REPO / "README.md").read_text().splitlines()) <= 300  # a landing page
+    broken = []
+    for page in pages:
+        for target in re.findall(r"\]\(([^)\s]+)\)", page.read_text()):
+            if target.startswith(("http://", "https://", "mailto:")):
+                continue
+            path, _, anchor = target.partition("#")
+            resolved = (page.parent / path).resolve() if path else page
+            if not resolved.exists() or (anchor and anchor not in _anchors(resolved)):
+                broken.append(f"{page.relative_to(REPO)}: {target}")
+    assert broken == [], f"links that lead nowhere: {broken}"

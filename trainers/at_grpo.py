@@ -467,14 +467,14 @@ def format_summary(summary: Summary) -> str:
     if last <= first and last < 1.0 and summary.warm_started:
         lines.append(
             f"  nothing was learned: success {first:.2f} -> {last:.2f}. From a warm start "
-            "a few steps move success by less than the noise of a small evaluation (README, Results): "
+            "a few steps move success by less than the noise of a small evaluation (docs/results.md): "
             "try more --test-tasks (256 for a standard error near 0.03), more --steps, or a lower --lr"
         )
     elif last <= first and last < 1.0:
         lines.append(
             f"  nothing was learned: success {first:.2f} -> {last:.2f}. "
             "A small model needs a warm start first: python -m trainers.sft --env <env>, "
-            "then this command with --init <that run dir> (README, Results)"
+            "then this command with --init <that run dir> (docs/results.md)"
         )
     return "\n".join(lines + run_files_lines(summary.run_dir, COMMAND))
 

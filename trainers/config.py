@@ -149,7 +149,7 @@ class TrainConfig(
     # --- runtime ---
     runtime: Literal["local", "ray"] = "local"
     """Where the work runs: 'local' (this process) or 'ray' (rollout workers, engine servers and a
-    learner worker on a Ray cluster; pip install 'teamgym[ray]'; README, Beyond one machine)."""
+    learner worker on a Ray cluster; pip install 'teamgym[ray]'; docs/ray.md)."""
     ray_address: str | None = None
     """--runtime ray: the cluster to join ('auto', or host:port of `ray start --head`) (None: a
     private cluster started for this run, never one already running on the machine)."""
@@ -559,7 +559,7 @@ def resolve_config(config: TrainConfig) -> TrainConfig:
         updates["test_tasks"] = eval_tasks
     if config.lr is None:
         # From a warm start the policy is already good and a large step undoes it: 1e-4 was
-        # picked on the validation slice from the default warm start (README, Results).
+        # picked on the validation slice from the default warm start (docs/results.md).
         updates["lr"] = (1e-4 if config.init else 5e-4) if config.lora else 1e-5
     if config.advantage_scale is None:  # the loss preset's, where the estimator takes it
         scales = _estimator_spec(dataclasses.replace(config, algo=algo))[1].scales

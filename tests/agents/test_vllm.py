@@ -36,7 +36,7 @@ LOGPROB_TOL = 5e-4
 KV_CACHE_GIB = 0.5
 """Each engine's KV cache here: SmolLM2-135M in float32 takes 46 kB per token, so half a GiB holds
 ~11,600 tokens, more than one full-length sequence (8,192) and any batch these tests send; the
-default (2 GiB) would add 1.5 GB per engine to the suite's memory (README, Testing)."""
+default (2 GiB) would add 1.5 GB per engine to the suite's memory (docs/testing.md)."""
 
 
 # ---------------------------------------------------------------------------- without an engine

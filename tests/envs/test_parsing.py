@@ -76,7 +76,7 @@ def test_parsers_read_only_the_first_max_parsed_chars():
 
 
 # ------------------------------------------------------------ parse time on hostile replies
-# Every registered env (except the trainer tests' test/ fixtures; the README's env included),
+# Every registered env (except the trainer tests' test/ fixtures; the documented example env included),
 # every team, fed 3 kB to 200 kB replies built to make a backtracking regex or a per-item
 # rescan blow up. max_action_chars is raised above the largest reply, so the env's parsers
 # (and their MAX_PARSED_CHARS cap), not the env's cut, bound the work. Programs that reach

