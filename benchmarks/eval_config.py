@@ -48,8 +48,9 @@ class EvalConfig(OutputFields, ReplyFields, BackendConfig):
     env_kwargs: dict = field(default_factory=dict)
     """Extra envs.make() arguments as JSON for every env, e.g. '{"max_cycles": 4}'."""
     split: str = "test"
-    """'test': the held-out protocol's test tasks (docs/evaluation.md: Held-out protocol); 'validation': the train
-    split's validation slice (never trained on), where every choice is made before a test number."""
+    """'test': the held-out protocol's test tasks (docs/evaluation.md: Held-out protocol); 'validation':
+    the train split's validation slice (never trained on), where every choice is made before a test
+    number."""
 
     # --- team ---
     team: str = "mas"

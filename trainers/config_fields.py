@@ -201,9 +201,9 @@ class HeldOutFields(_Checked):
     """Where the in-run evaluations play: the train split's 'validation' slice (never trained on), where
     every choice (steps, lr, recipe) is made; 'test' puts the curve itself on held-out test tasks."""
     test_tasks: int | None = None
-    """Held-out test tasks (the protocol's block, docs/evaluation.md: Held-out protocol) played before training and
-    after the last step, for the run's test number with its task-level standard error (None: --eval-tasks;
-    0: none). With --eval-split test the in-run evaluations are the test number."""
+    """Held-out test tasks (the protocol's block, docs/evaluation.md: Held-out protocol) played before
+    training and after the last step, for the run's test number with its task-level standard error
+    (None: --eval-tasks; 0: none). With --eval-split test the in-run evaluations are the test number."""
     transcripts: int = 3
     """Episodes written to transcripts/ at each evaluation (episodes/eval_step_<N>.jsonl keeps
     all of them for report.html)."""

@@ -1,4 +1,4 @@
-"""Conformance suite: every registered env (and the documented user env of docs/envs.md), both teams, both splits.
+"""Conformance suite: every registered env (and docs/envs.md's user env), both teams, both splits.
 
 The checks are ``envs.check.CHECKS``, the same ones ``envs.check_env`` and ``python -m
 envs.check`` run for a third-party env: one definition of conformant. Each (env, team,
