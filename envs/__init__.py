@@ -7,6 +7,40 @@
 
 Built-in envs are registered here with *string* entry points, so ``import envs`` imports
 only numpy, gymnasium, pettingzoo and networkx; each env module loads on ``make``.
+
+Every env is an ``env.py`` (its ``TextAECEnv`` subclass, its docstring the env's page) and
+answers the same hooks: ``oracle_response(agent)`` (the exact or expert reply, where one
+exists), ``state_key()``, ``clone()``. Behind them, one job keeps one module name across the
+families, except where the family's job is a different kind of thing (said why):
+
+==============  ==================  ===================  =============================================
+family          tasks               rules                oracle
+==============  ==================  ===================  =============================================
+planning        ``levels.py``       ``game.py``          ``game.py`` (exact solver); the tool team's
+(3 envs)        (seeded levels at                        reference program ``tool_program.py``
+                any size)
+games (7)       drawn from the      ``game.py``          exact play from ``game.py`` where it
+                seed (a deal, a     (OpenSpiel's for     exists (tic-tac-toe's minimax, Kuhn's
+                board, a scene)     ``spiel.py`` and     equilibrium), else a scripted
+                                    mini Hanabi)         ``heuristic_response``
+math, code      ``data.py``: a      ``math/checking.py`` the gold answer / the reference solution
+                source registry     ``code/harness.py``  of the task record (``task.py``)
+                of real data sets   (judging, not
+                and generators      moves)
+ALFWorld        ``generator.py``    ``engine.py`` (a     ``expert.py``: ALFWorld's name for its
+                (floor plans and    PDDL state machine,  re-planning expert, kept so its users
+                games)              ``pddl.py``)         find it
+WebShop         ``catalog.py``      ``pages.py``,        ``oracle.py`` (the shortest purchase)
+                writes a seeded     ``search.py``,
+                catalog,            ``reward.py``: the
+                ``products.py``     web site's parts,
+                loads it (or the    one module each
+                real files)
+==============  ==================  ===================  =============================================
+
+Math and code tasks come from data sets, not from a generator of boards, which is why their
+source module is ``data.py``; a WebShop task is a goal over a whole catalog, which is built
+once and shared (``shop.py``).
 """
 
 from envs.core import StepOutcome, TextAECEnv, TrainingPreset

@@ -9,7 +9,7 @@ Rules
     ``turns`` actions in all (default 10). With no offer to answer, a seat offers a trade
     (``offer 2 wheat for 1 ore``: it gives 2 wheat and receives 1 ore) or passes; facing an
     offer, it accepts (the goods change hands) or denies. An offer both seats cannot
-    afford is invalid.
+    afford is invalid. The rules are pure functions in ``game.py``.
 Task
     The seed draws both inventories and valuations; each draw belongs to one split
     (``envs.splits.generate_in_split``).
@@ -42,7 +42,6 @@ Versions: v0, this page.
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Hashable
 from typing import ClassVar
@@ -50,40 +49,27 @@ from typing import ClassVar
 import numpy as np
 
 from envs.core import StepOutcome, TrainingPreset
+from envs.games.negotiation.game import (
+    RESOURCES,
+    Offer,
+    affordable,
+    draw_task,
+    offer_text,
+    possible_offers,
+    trade,
+    worth,
+)
 from envs.games.two_seats import TwoSeatGame
 from envs.parsing import extract_answer
 from envs.splits import generate_in_split
 
 __all__ = ["NegotiationEnv", "RESOURCES"]
 
-RESOURCES = ("wheat", "wood", "ore")
 REWARDS = ("relative", "own_gain")
 _OFFER = re.compile(
     r"^\s*offer\s+(\d{1,2})\s+([a-z]+)\s+for\s+(\d{1,2})\s+([a-z]+)\s*[.!]?\s*$", re.IGNORECASE
 )
 _WORD = re.compile(r"^\s*(pass|accept|deny)\s*[.!]?\s*$", re.IGNORECASE)
-
-Offer = tuple[int, str, int, str]
-"""(units given, resource given, units received, resource received), from the offerer's side."""
-
-
-def offer_text(offer: Offer) -> str:
-    """``(2, "wheat", 1, "ore")`` -> ``"offer 2 wheat for 1 ore"`` (the action grammar)."""
-    return f"offer {offer[0]} {offer[1]} for {offer[2]} {offer[3]}"
-
-
-@functools.lru_cache(maxsize=4096)
-def _offers(mine: tuple[int, ...], theirs: tuple[int, ...]) -> tuple[str, ...]:
-    """Every affordable offer between two inventories (cached: the list is rebuilt for every
-    live agent after every step, and inventories change only when a trade is accepted)."""
-    return tuple(
-        offer_text((give, given, get, got))
-        for i, given in enumerate(RESOURCES)
-        for j, got in enumerate(RESOURCES)
-        if i != j
-        for give in range(1, mine[i] + 1)
-        for get in range(1, theirs[j] + 1)
-    )
 
 
 class NegotiationEnv(TwoSeatGame):
@@ -113,23 +99,8 @@ class NegotiationEnv(TwoSeatGame):
         self.reward_mode = reward
 
     # ------------------------------------------------------------------ task
-    @staticmethod
-    def _draw(rng: np.random.Generator) -> tuple[tuple[tuple[int, ...], ...], tuple[tuple[int, ...], ...]]:
-        """(inventories, values) of the two seats; values rank the resources oppositely."""
-        inventories = tuple(tuple(int(x) for x in rng.integers(1, 6, size=3)) for _ in range(2))
-        order = rng.permutation(3)
-        low, mid, high = sorted(int(v) for v in rng.choice(np.arange(1, 10), size=3, replace=False))
-        first = [0, 0, 0]
-        for rank, resource in zip((low, mid, high), order, strict=True):
-            first[resource] = rank
-        low2, mid2, high2 = sorted(int(v) for v in rng.choice(np.arange(1, 10), size=3, replace=False))
-        second = [0, 0, 0]
-        for rank, resource in zip((high2, mid2, low2), order, strict=True):  # the opposite order
-            second[resource] = rank
-        return inventories, (tuple(first), tuple(second))
-
     def _start_task(self, task_seed: int) -> None:
-        inventories, self.values = generate_in_split(task_seed, self._draw, repr)
+        inventories, self.values = generate_in_split(task_seed, draw_task, repr)
         self.start = {a: inv for a, inv in zip(self.possible_agents, inventories, strict=True)}
         self.inventory = {a: list(inv) for a, inv in self.start.items()}
         self.value_of = dict(zip(self.possible_agents, self.values, strict=True))
@@ -141,32 +112,19 @@ class NegotiationEnv(TwoSeatGame):
 
     # ------------------------------------------------------------------ state
     def _worth(self, agent: str, inventory: list[int] | tuple[int, ...]) -> int:
-        return sum(n * v for n, v in zip(inventory, self.value_of[agent], strict=True))
+        return worth(inventory, self.value_of[agent])
 
     def gain(self, agent: str) -> int:
         """``agent``'s value of its inventory now minus at the start, by its own valuation."""
         return self._worth(agent, self.inventory[agent]) - self._worth(agent, self.start[agent])
 
     def _after(self, offerer: str, offer: Offer) -> dict[str, list[int]]:
-        give, given, get, got = offer
-        new = {a: list(inv) for a, inv in self.inventory.items()}
-        i, j = RESOURCES.index(given), RESOURCES.index(got)
         responder = self.other(offerer)
-        new[offerer][i] -= give
-        new[offerer][j] += get
-        new[responder][i] += give
-        new[responder][j] -= get
-        return new
+        mine, theirs = trade(self.inventory[offerer], self.inventory[responder], offer)
+        return {offerer: mine, responder: theirs}
 
     def _affordable(self, offerer: str, offer: Offer) -> bool:
-        give, given, get, got = offer
-        return (
-            given != got
-            and give >= 1
-            and get >= 1
-            and self.inventory[offerer][RESOURCES.index(given)] >= give
-            and self.inventory[self.other(offerer)][RESOURCES.index(got)] >= get
-        )
+        return affordable(self.inventory[offerer], self.inventory[self.other(offerer)], offer)
 
     def _facing_offer(self, agent: str) -> bool:
         return self.pending is not None and self.pending[0] != agent
@@ -206,7 +164,8 @@ class NegotiationEnv(TwoSeatGame):
     def _legal_moves(self, agent: str) -> list[str]:
         if self._facing_offer(agent):
             return ["accept", "deny"]
-        return ["pass", *_offers(tuple(self.inventory[agent]), tuple(self.inventory[self.other(agent)]))]
+        mine, theirs = tuple(self.inventory[agent]), tuple(self.inventory[self.other(agent)])
+        return ["pass", *possible_offers(mine, theirs)]
 
     def _state_key(self) -> Hashable:
         inventories = tuple(tuple(self.inventory[a]) for a in self.possible_agents)
