@@ -9,8 +9,9 @@ from typing import Any, Protocol, runtime_checkable
 from trainers.advantages import AdvantageResult
 from trainers.records import RolloutBatch, Turn
 from trainers.rollout import RolloutRequest
+from trainers.run.checkpoint import initialise_learner, load_checkpoint, save_checkpoint
 
-__all__ = ["Runtime", "StaleWeightsError", "WorkerLost"]
+__all__ = ["LearnerVerbs", "Runtime", "StaleWeightsError", "WorkerLost"]
 
 
 class StaleWeightsError(RuntimeError):
@@ -47,3 +48,24 @@ class Runtime(Protocol):
     def initialise(self, config: Any) -> str: ...
 
     def close(self) -> None: ...
+
+
+class LearnerVerbs:
+    """The verbs around a ``learner`` (a plain ``trainers.learner.Learner``) that every holder of
+    one answers the same way: ``LocalRuntime`` in the run's process, ``LearnerWorker`` on Ray."""
+
+    learner: Any
+
+    def old_logprob_units(self) -> list[str]:
+        """Units whose pi_old the learner recomputes (``--old-logprobs``)."""
+        return self.learner.old_logprob_units()
+
+    def load_checkpoint(self, path: Any) -> dict[str, Any]:
+        return load_checkpoint(path, self.learner)
+
+    def save_checkpoint(self, run_dir: Any, step: int, state: Mapping[str, Any], keep: int) -> None:
+        save_checkpoint(run_dir, step, self.learner, state, keep=keep)
+
+    def initialise(self, config: Any) -> str:
+        """--init: the named run's weights (``checkpoint.initialise_learner``); where they came from."""
+        return initialise_learner(self.learner, config.init, model=config.model)

@@ -3,22 +3,20 @@ on one team and one plain ``Learner``."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 from agents.team import Team
 from trainers.advantages import AdvantageResult
 from trainers.learner import Learner
 from trainers.records import RolloutBatch, Turn
 from trainers.rollout import RolloutRequest, play
-from trainers.run.checkpoint import initialise_learner, load_checkpoint, save_checkpoint
-from trainers.runtime.base import StaleWeightsError
+from trainers.runtime.base import LearnerVerbs, StaleWeightsError
 from trainers.teams import served_policies, sync_served_weights
 
 __all__ = ["LocalRuntime"]
 
 
-class LocalRuntime:
+class LocalRuntime(LearnerVerbs):
     """Everything in this process: ``team`` plays, ``learner`` (a ``trainers.learner.Learner``
     of that team) trains, and served policies (vLLM engines) get the new weights on publish.
 
@@ -63,18 +61,6 @@ class LocalRuntime:
         self.version += 1
         self._unpublished = False
         return seconds
-
-    def old_logprob_units(self) -> list[str]:
-        return self.learner.old_logprob_units()
-
-    def load_checkpoint(self, path: Any) -> dict[str, Any]:
-        return load_checkpoint(path, self.learner)
-
-    def save_checkpoint(self, run_dir: Any, step: int, state: Mapping[str, Any], keep: int) -> None:
-        save_checkpoint(run_dir, step, self.learner, state, keep=keep)
-
-    def initialise(self, config: Any) -> str:
-        return initialise_learner(self.learner, config.init, model=config.model)
 
     def close(self) -> None:
         """Shut the team's engines down when this runtime built it (``owns_team``)."""

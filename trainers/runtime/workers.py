@@ -38,7 +38,8 @@ from trainers.config import scripted_roles
 from trainers.learner import DataParallel, Learner
 from trainers.records import RolloutBatch
 from trainers.rollout import RolloutRequest, play
-from trainers.run.checkpoint import initialise_learner, load_checkpoint, save_checkpoint, unit_tensors
+from trainers.run.checkpoint import unit_tensors
+from trainers.runtime.base import LearnerVerbs
 from trainers.seeding import seed_everything
 from trainers.teams import build_team
 
@@ -293,7 +294,7 @@ class RolloutWorker(_Placed):
         return play(request, self.team)
 
 
-class LearnerWorker(_Placed, _Group):
+class LearnerWorker(LearnerVerbs, _Placed, _Group):
     """The run's learner on its own copy of the team (module docstring).
 
     Args:
@@ -334,17 +335,3 @@ class LearnerWorker(_Placed, _Group):
         for name in sorted(tensors):
             dist.broadcast(tensors[name].to(device), src=0, group=self.weight_group)
         return weights_checksum(tensors)
-
-    def old_logprob_units(self) -> list[str]:
-        """Units whose pi_old the learner recomputes (``--old-logprobs``)."""
-        return self.learner.old_logprob_units()
-
-    def load_checkpoint(self, path: Any) -> dict[str, Any]:
-        return load_checkpoint(path, self.learner)
-
-    def save_checkpoint(self, run_dir: Any, step: int, state: Mapping[str, Any], keep: int) -> None:
-        save_checkpoint(run_dir, step, self.learner, state, keep=keep)
-
-    def initialise(self, config: Any) -> str:
-        """--init: the named run's weights (``checkpoint.initialise_learner``); where they came from."""
-        return initialise_learner(self.learner, config.init, model=config.model)
