@@ -54,7 +54,7 @@ import envs
 from agents.base import SamplingParams
 from agents.threads import choose_threads
 from trainers.advantages import ADVANTAGE_ESTIMATORS, compute_advantages
-from trainers.backends import apply_thread_policy, check_model_available
+from trainers.backends import BACKENDS, apply_thread_policy, check_model_available
 from trainers.cli import config_to_dict, parse_overrides
 from trainers.clock import TrainingClock, bar_total
 from trainers.config import (
@@ -492,9 +492,6 @@ def _resolved_fields(given: Mapping[str, Any], algo: str | None) -> dict[str, An
 def parse_train_args(argv: Sequence[str] | None = None, *, algo: str | None = None) -> dict[str, Any]:
     """The ``TrainConfig`` fields a command line sets (``--help`` lists them all, with the
     defaults the env's preset gives for that command line)."""
-    from trainers.advantages import ADVANTAGE_ESTIMATORS
-    from trainers.backends import BACKENDS
-
     return parse_overrides(
         TrainConfig,
         argv,

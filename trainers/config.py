@@ -18,6 +18,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+import envs
+from agents.scripted import SCRIPTED_POLICIES
+from trainers.advantages import ADVANTAGE_ESTIMATORS, EstimatorSpec
 from trainers.backends import (
     BackendConfig,
     PolicyFactory,
@@ -38,11 +41,10 @@ from trainers.config_fields import (
     parse_role_policies,
 )
 from trainers.errors import ConfigError
+from trainers.rollout import EnvSetup
 
 if TYPE_CHECKING:
-    from trainers.advantages import EstimatorSpec
-    from trainers.learner import LearnerConfig
-    from trainers.rollout import EnvSetup
+    from trainers.learner import LearnerConfig  # imported when used: it brings torch
 
 __all__ = [
     "TrainConfig",
@@ -81,8 +83,6 @@ LOSS_DYNAMIC_SAMPLING: dict[str, bool] = {"grpo": False, "dapo": True, "dr_grpo"
 
 def check_team(env_name: str, team: str) -> None:
     """Refuse a team variant the env does not have (an env that declares no TEAMS takes any)."""
-    import envs
-
     teams = envs.spec(env_name).teams
     if teams and team not in teams:
         fix = f"pass e.g. --team {next(iter(teams))}"
@@ -92,8 +92,6 @@ def check_team(env_name: str, team: str) -> None:
 def preset_role_lengths(env_id: str, variants: Sequence[str]) -> dict[str, int]:
     """The env preset's per-role reply lengths for the roles of team ``variants`` (a planning
     env's ``tool`` entry means nothing to its ``mas`` team, and must not set its loss divisor)."""
-    import envs
-
     roles = {role for variant in variants for role in (envs.spec(env_id).teams or {}).get(variant, ())}
     return {role: n for role, n in env_preset(env_id)["role_max_new_tokens"].items() if role in roles}
 
@@ -103,8 +101,6 @@ def env_preset(env_id: str) -> dict[str, Any]:
     values: ``env_kwargs`` (sizes and the training horizon), ``tasks_per_step``,
     ``max_new_tokens``, ``role_max_new_tokens``, ``temperature``, ``steps``, ``eval_every``, ``eval_tasks``,
     ``policy`` (None: the env leaves it to the algo preset) and ``algo`` (None: at_grpo)."""
-    import envs
-
     spec = envs.spec(env_id)
     preset = spec.training
     return {
@@ -284,8 +280,6 @@ class TrainConfig(
     @property
     def env_setup(self) -> EnvSetup:
         """The env this run plays (id, team variant, env kwargs): the one way to build it."""
-        from trainers.rollout import EnvSetup
-
         return EnvSetup(self.env, self.team, dict(self.env_kwargs))
 
     def learner_config(self) -> LearnerConfig:
@@ -405,8 +399,6 @@ def effective_algo(config: TrainConfig) -> str:
     """The algorithm preset a config runs: ``--algo``, else the env preset's, else at_grpo."""
     if config.algo is not None:
         return config.algo
-    import envs
-
     try:
         preset = envs.spec(config.env).training.algo
     except (KeyError, ImportError):  # an unknown env is reported by resolve_config, naming the fix
@@ -421,8 +413,6 @@ def effective_algo(config: TrainConfig) -> str:
 
 def _estimator_spec(config: TrainConfig) -> tuple[str, EstimatorSpec]:
     """The estimator the run will use once the algo preset fills ``estimator``, and its spec."""
-    from trainers.advantages import ADVANTAGE_ESTIMATORS
-
     name = config.estimator or ALGO_PRESETS[effective_algo(config)]["estimator"]
     if name not in ADVANTAGE_ESTIMATORS:
         raise ConfigError(f"estimator={name!r} is unknown; choose one of {', '.join(ADVANTAGE_ESTIMATORS)}")
@@ -462,8 +452,6 @@ def _check_estimator(config: TrainConfig) -> None:
         spec.fn([], **options)  # the estimator's own checks of its option values, on an empty batch
     except (TypeError, ValueError) as err:
         raise ConfigError(f"estimator_kwargs of {name!r}: {err}") from None
-    import envs
-
     scripted = scripted_roles(config.roles)
     try:
         teams = envs.spec(config.env).teams
@@ -476,8 +464,6 @@ def _check_estimator(config: TrainConfig) -> None:
 
 def scripted_roles(items: Sequence[str]) -> dict[str, str]:
     """``--roles`` items ``ROLE=POLICY`` as role -> scripted policy name, checked."""
-    from agents.scripted import SCRIPTED_POLICIES
-
     example = "--roles second=random (the model plays every role not named)"
     return parse_role_policies(items, tuple(SCRIPTED_POLICIES), example)
 
@@ -526,8 +512,6 @@ def check_required_role(
 
 
 def _env_name(env_id: str) -> str:
-    import envs
-
     try:
         return envs.spec(env_id).name
     except KeyError as err:

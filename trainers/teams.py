@@ -19,6 +19,7 @@ from typing import Any
 
 from agents.base import ServedPolicy
 from agents.hf import LoraSettings
+from agents.scripted import SCRIPTED_POLICIES, RandomPolicy
 from agents.team import RoleBinding, Team
 from trainers.config import scripted_roles
 
@@ -38,8 +39,6 @@ def build_team(config: Any, env: Any) -> Team:
     scripted = scripted_roles(getattr(config, "roles", ()))
     if not scripted:
         return team
-    from agents.scripted import SCRIPTED_POLICIES, RandomPolicy
-
     def make(kind: str) -> Any:
         cls = SCRIPTED_POLICIES[kind]
         return cls(seed=config.seed) if cls is RandomPolicy else cls()
