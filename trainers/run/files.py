@@ -138,10 +138,29 @@ def read_jsonl(path: str | Path) -> list[dict[str, Any]]:
     return records
 
 
+def _umask() -> int:
+    """This process's umask, read without changing it (``os.umask`` can only set it, and
+    setting it back and forth races with other threads creating files)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)  # no /proc (not Linux): the only portable way, briefly
+    os.umask(mask)
+    return mask
+
+
 def atomic_write_text(path: Path, text: str) -> None:
-    """Writes ``text`` to a temp file in ``path``'s dir, fsyncs it and renames it over ``path``."""
+    """Writes ``text`` to a temp file in ``path``'s dir, fsyncs it and renames it over ``path``.
+
+    The file gets the permissions a plain ``open(path, "w")`` would give it (0666 less the
+    umask), not the temp file's private 0600: a run's report and logs are for colleagues and
+    web servers to read as much as any other output."""
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        os.fchmod(fd, 0o666 & ~_umask())
         with os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace", newline="\n") as f:
             f.write(text)
             f.flush()

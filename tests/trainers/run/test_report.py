@@ -191,3 +191,28 @@ def test_a_warm_starts_report_names_its_trainer_and_says_why_it_has_no_trees(tmp
     assert "trainers.sft (warm start)" in overview and "algorithm" not in overview
     assert "samples no trees" in page.find("section", id="trees").get_text()
     assert [f["data-chart"] for f in page.select("figure.chart")] == ["Reply-token NLL"]
+
+
+def test_provenance_shows_plain_values_and_names_packages_that_are_not_installed(tmp_path):
+    # it showed JSON text ('"python -m trainers.at_grpo ..."', 'null'): issue 52, item 4
+    from trainers.run.provenance import PROVENANCE_FILE
+
+    session = {
+        "what": "started",
+        "command": "python -m trainers.at_grpo --env sokoban",
+        "host": "vm",
+        "git_commit": None,
+        "versions": {"torch": "2.13.0", "vllm": None},
+    }
+    (tmp_path / PROVENANCE_FILE).write_text(json.dumps({"sessions": [session]}))
+    with RunLogger(tmp_path, tensorboard=False, plots=False) as log:
+        log.log_eval(0, {"success": 0.0})
+    overview = BeautifulSoup((tmp_path / "report.html").read_text(), "html.parser").find(
+        "section", id="overview"
+    )
+    cells = [td.get_text() for td in overview.find_all("td")]
+    assert "python -m trainers.at_grpo --env sokoban" in cells and "vm" in cells
+    pairs = dict(zip(cells[::2], cells[1::2], strict=False))
+    assert pairs.get("versions.vllm") == "not installed" and pairs.get("versions.torch") == "2.13.0"
+    assert pairs.get("git_commit") == "unknown"
+    assert not any(cell.startswith('"') or cell == "null" for cell in cells)
