@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from agents.models import DEFAULT_MODEL
+from benchmarks.suites import registered_suites
 from envs.splits import TEST_SEED_COUNT, TEST_SEED_START
 from trainers.backends import BackendConfig, check_model_backend
 from trainers.config import ConfigError
@@ -103,7 +104,9 @@ class EvalConfig(OutputFields, ReplyFields, BackendConfig):
 
 def _validate(config: EvalConfig) -> None:
     if bool(config.env) == bool(config.suite):
-        raise ConfigError("pass exactly one of --env ID [ID ...] or --suite NAME (planning, math, code, all)")
+        raise ConfigError(  # registered_suites() makes every env: only on this error
+            f"pass exactly one of --env ID [ID ...] or --suite NAME ({', '.join(registered_suites())})"
+        )
     if config.split not in ("test", "validation"):
         raise ConfigError(
             f"split={config.split!r}: evaluation only plays held-out tasks, so the split is 'test' "

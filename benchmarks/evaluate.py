@@ -57,6 +57,7 @@ from benchmarks.eval_report import Cell, Column, markdown_tables, seed_spread, w
 from benchmarks.eval_teams import NotApplicable, PolicyBank, RowSpec, team_rows
 from benchmarks.game_probes import GAME_PROBES
 from benchmarks.ladder import ladder_metrics
+from benchmarks.suites import suite_env_ids
 from trainers.backends import BACKENDS, apply_thread_policy, check_model_available
 from trainers.cli import config_to_dict, parse_overrides
 from trainers.config import env_preset
@@ -112,33 +113,13 @@ class EvalResults:
 
 
 # ---------------------------------------------------------------------------- columns
-def _suite_env_ids(suite: str) -> list[str]:
-    """The latest version of every registered env in ``suite`` (``all``: every env)."""
-    latest = {envs.spec(envs.spec(env_id).name).id for env_id in envs.registered_ids()}
-    if suite == "all":
-        return sorted(latest)
-    found, suites = [], set()
-    for env_id in sorted(latest):
-        env_suite = envs.spec(env_id).metadata.get("suite") or envs.make(env_id).metadata.get("suite")
-        suites.add(env_suite)
-        if env_suite == suite:
-            found.append(env_id)
-    if not found:
-        known = sorted(s for s in suites if s)
-        raise ConfigError(
-            f"suite={suite!r} has no registered env; suites with envs: {', '.join(known + ['all'])}. "
-            "An env joins a suite through metadata['suite'] in its class."
-        )
-    return found
-
-
 def select_columns(config: EvalConfig) -> list[Column]:
     """The env columns: ``--env`` ids or the ``--suite``'s envs, times ``--difficulty``
     (none given: the env preset's difficulty, e.g. easy)."""
     try:
         for module in config.imports:
             envs.import_env_module(module)
-        env_ids = [envs.spec(e).id for e in config.env] if config.env else _suite_env_ids(config.suite)
+        env_ids = [envs.spec(e).id for e in config.env] if config.env else suite_env_ids(config.suite)
     except KeyError as err:
         raise ConfigError(f"env: {err.args[0]}") from None
     except ImportError as err:  # envs.EnvModuleError: one line naming the module and the fix
@@ -302,7 +283,7 @@ def _run_cell(
         return _run_ladder_cell(
             config, bank, spec, column, setup, probe_env, sampling, cell, progress, started
         )
-    probe = GAME_PROBES.get(probe_env.metadata["name"])
+    probe = GAME_PROBES.get(envs.spec(column.env_id).name)
     for seed in config.seeds:
         tasks = seed_tasks(config, column.env_id, seed)
         progress.phase(f"{spec.name} | {column.label} | seed {seed}: {len(tasks)} tasks")

@@ -1,10 +1,10 @@
 """Game metrics that need more than played episodes: a team's policy asked directly at
 chosen game states.
 
-``GAME_PROBES`` maps an env's ``metadata["name"]`` to a probe ``(team, env, task_seeds,
-sampling, samples, episodes) -> metrics``; ``benchmarks.evaluate`` adds those metrics to the
-cells of that env (per seed, over that seed's held-out tasks and the episodes it played,
-like every other metric). ``env`` is a test-split env the probe may reset and step.
+``GAME_PROBES`` maps an env's registered name (its id without the version) to a probe
+``(team, env, task_seeds, sampling, samples, episodes) -> metrics``; ``benchmarks.evaluate``
+adds those metrics to the cells of that env (per seed, over that seed's held-out tasks and the
+episodes it played, like every other metric). ``env`` is a test-split env the probe may reset and step.
 
 * Kuhn poker (``kuhn_poker_v0``): the policy of the ``first`` seat is asked at each of the
   12 information sets, once per task and ``samples`` replies each (parsed by the env
@@ -229,9 +229,9 @@ def webshop_metrics(
 Probe = Callable[..., dict[str, float]]
 """``(team, env, task_seeds, sampling, samples, episodes) -> metrics``"""
 GAME_PROBES: dict[str, Probe] = {
-    "kuhn_poker_v0": kuhn_metrics,
-    "everyone_contributes_v0": public_goods_metrics,
-    "mini_hanabi_v0": hanabi_metrics,
-    "alfworld_v0": alfworld_metrics,
-    "webshop_v0": webshop_metrics,
+    "kuhn_poker": kuhn_metrics,
+    "everyone_contributes": public_goods_metrics,
+    "mini_hanabi": hanabi_metrics,
+    "alfworld": alfworld_metrics,
+    "webshop": webshop_metrics,
 }

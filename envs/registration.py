@@ -116,7 +116,19 @@ class EnvSpec:
             env.spec = self
         except AttributeError:  # pragma: no cover - exotic envs with slots
             pass
+        _name_the_version(env, self.version)
         return env
+
+
+def _name_the_version(env: Any, version: int) -> None:
+    """Make ``metadata["name"]`` say the version that was made: one class often serves several
+    versions (``sokoban-v0`` and ``-v1`` differ in prompts only), and its class-level
+    ``"sokoban_v0"`` would name v0 for both. A name without a ``_v<N>`` suffix is left alone."""
+    metadata = getattr(env, "metadata", None)
+    name = metadata.get("name") if isinstance(metadata, dict) else None
+    if isinstance(name, str) and (match := re.fullmatch(r"(.+)_v\d+", name)):
+        if name != f"{match[1]}_v{version}":
+            env.metadata = {**metadata, "name": f"{match[1]}_v{version}"}  # this instance's, not the class's
 
 
 _REGISTRY: dict[str, EnvSpec] = {}

@@ -255,7 +255,7 @@ def test_help_lists_every_field_and_group(capsys):
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        ([], "exactly one of --env"),
+        ([], "or --suite NAME (alfworld, code, games, math, planning, webshop, all)"),  # every suite
         (["--env", "sokoban", "--suite", "planning"], "exactly one of --env"),
         (["--suite", "nosuchsuite"], "suites with envs: alfworld, code, "),
         (["--env", "sokobann"], "Did you mean"),

@@ -44,7 +44,7 @@ def test_invalid_replies_count_as_the_pass_they_force():
             return [[_scripted_generation("hmm") for _ in range(num_samples)] for _ in prompts]
 
     env = _env()
-    metrics = GAME_PROBES["kuhn_poker_v0"](Team.shared(env, Mute()), env, split_seeds("test", 1), None, 2)
+    metrics = GAME_PROBES["kuhn_poker"](Team.shared(env, Mute()), env, split_seeds("test", 1), None, 2)
     assert metrics["probe_invalid_rate"] == 1.0
     assert metrics["exploitability"] == pytest.approx(1.0)  # always pass: a best response always bets
     assert metrics["chips_vs_nash"] == pytest.approx(

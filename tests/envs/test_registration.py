@@ -124,3 +124,12 @@ def test_registered_names_drop_the_versions():
     names = envs.registered_names()
     assert {"sokoban", "plan_path", "sudoku", "math", "code"} <= set(names)
     assert names == sorted(names) and not any(name.endswith(("-v0", "-v1")) for name in names)
+
+
+def test_metadata_names_the_version_that_was_made():
+    # one class serves plan_path-v0 and -v1, and both said "plan_path_v0" (issue 52, item 5)
+    assert envs.make("plan_path-v1").metadata["name"] == "plan_path_v1"
+    assert envs.make("plan_path-v0").metadata["name"] == "plan_path_v0"
+    assert envs.make("sokoban").metadata["name"] == f"sokoban_v{envs.spec('sokoban').version}"
+    assert envs.make("sokoban-v1").clone().metadata["name"] == "sokoban_v1"
+    assert type(envs.make("sokoban-v1")).metadata["name"] == "sokoban_v0"  # the class is not changed
