@@ -63,10 +63,11 @@ Always, in both modes:
   site-packages).
 * ``rlimits``: RLIMIT_CPU (``cpu_s``; SIGXCPU, then SIGKILL one second later),
   RLIMIT_AS (``memory_mb``, per process), RLIMIT_FSIZE (``max_file_mb``; SIGXFSZ is
-  ignored so a big write fails with EFBIG), RLIMIT_CORE = 0. ``nproc``: RLIMIT_NPROC, a
-  kernel backstop two tasks above ``max_processes`` (so the watchdog sees an overrun and
-  names it). The kernel never applies it to uid 0, so it is listed only when the program
-  runs under another uid (``nobody``, a non-root host user, or 65534 of bwrap's user
+  ignored so a big write fails with EFBIG), RLIMIT_CORE = 0. ``nproc``: RLIMIT_NPROC at
+  exactly ``max_processes``, the program itself included (a fork loop through ``ctypes`` is
+  faster than the watchdog's samples, so the kernel's cap is the bound, not a backstop).
+  The kernel never applies it to uid 0, so it is listed only when the program runs under
+  another uid (``nobody``, a non-root host user, or 65534 of bwrap's user
   namespace, where Linux >= 5.14 counts per namespace); for ``nobody`` the tasks that uid
   already had are added (counted in ``/proc`` at spawn).
 * ``budget``: the host's watchdog (``budget.py``) walks the run's process tree every 20 ms
@@ -83,11 +84,11 @@ Always, in both modes:
   reading other processes' ``/proc/<pid>`` files (their environment); signalling any
   process outside the program's own process group (``os.kill``, ``os.killpg``); creating
   non-``AF_UNIX`` sockets, connecting or sending to an address, and name lookups when
-  ``network`` is off; and more than ``max_processes`` ``os.fork`` calls in total for the
-  run (a counter in shared memory). In the fallback it also refuses to start other
-  programs (``os.exec*``, ``os.system``, ``subprocess``, ``os.posix_spawn``; a new
-  interpreter would run without the hook) and resolving or calling C functions with
-  ``ctypes``, and ``pidfd`` signalling.
+  ``network`` is off; and ``os.fork`` calls past ``max_processes - 1`` in total for the
+  run (a counter in shared memory; the program itself is one of its processes). In the
+  fallback it also refuses to start other programs (``os.exec*``, ``os.system``,
+  ``subprocess``, ``os.posix_spawn``; a new interpreter would run without the hook) and
+  resolving or calling C functions with ``ctypes``, and ``pidfd`` signalling.
 * ``nobody`` (host runs as root): the program runs as uid/gid 65534 with no
   supplementary groups, and the working directory is chowned to it. Root's files and
   processes are then out of reach and ``nproc`` applies. In the fallback it is used only

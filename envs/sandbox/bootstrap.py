@@ -209,7 +209,7 @@ def install_audit_hook(private_tmp, contained):
     def on_fork(args):
         count = int.from_bytes(forks[:8], "little") + 1
         forks[:8] = count.to_bytes(8, "little")
-        if count > C["max_forks"]:
+        if count >= C["max_forks"]:  # the program itself is one of its max_processes
             raise BlockingIOError(11, "sandbox: process limit reached")
 
     def refuse(why):

@@ -139,4 +139,5 @@ def site_packages(python: str) -> list[str]:
     interpreter, whose layout we do not know."""
     if os.path.realpath(python) != os.path.realpath(sys.executable):
         return []
-    return [path for path in site.getsitepackages() if os.path.isdir(path)]
+    # real paths: the trees are bound at them (a symlinked venv is not there under the link's name)
+    return [os.path.realpath(path) for path in site.getsitepackages() if os.path.isdir(path)]

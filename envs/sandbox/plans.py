@@ -51,7 +51,7 @@ def current_plan() -> Plan:
     """The plan for this interpreter and the current settings (probed once, then cached).
     Raises ``SandboxUnavailableError`` when the program could only run without isolation and
     the user has not opted in."""
-    python = os.environ.get(PYTHON_ENV) or sys.executable
+    python = _resolved_dir(os.environ.get(PYTHON_ENV) or sys.executable)
     key = ("plan", python, _truthy(NAMESPACES_ENV), bool(_truthy(ALLOW_HOST_ACCESS_ENV)))
     with _probe_lock:
         if key not in _probes:
@@ -65,6 +65,14 @@ def current_plan() -> Plan:
     return plan
 
 
+def _resolved_dir(python: str) -> str:
+    """``python`` with its directory's symlinks resolved but not its own name: the sandbox binds
+    the interpreter's trees at their real paths (a venv reached through a symlinked folder
+    would not be there under the link's name), while a venv's ``bin/python`` must keep its
+    name, which is itself a link to the base interpreter, to stay that venv."""
+    return os.path.join(os.path.realpath(os.path.dirname(os.path.abspath(python))), os.path.basename(python))
+
+
 def _choose_plan(python: str, isolation: bool | None, allow_host_access: bool) -> Plan:
     why = f"{NAMESPACES_ENV}=0 turns isolation off"
     if isolation is not False:
@@ -72,9 +80,15 @@ def _choose_plan(python: str, isolation: bool | None, allow_host_access: bool) -
         if plan is not None:
             return plan
     if isolation is True or not allow_host_access:
+        fix = (
+            "Install bubblewrap (Debian/Ubuntu: apt install bubblewrap; Fedora: dnf install bubblewrap; "
+            "Arch: pacman -S bubblewrap)"
+            if bwrap_path() is None or isolation is False
+            else f"bubblewrap is installed: the message above says what failed (the interpreter "
+            f"{python} and its trees must be readable by uid {NOBODY}; {PYTHON_ENV} picks another)"
+        )
         raise SandboxUnavailableError(
-            f"model-written code cannot run isolated here: {why}. Install bubblewrap (Debian/Ubuntu: "
-            f"apt install bubblewrap; Fedora: dnf install bubblewrap; Arch: pacman -S bubblewrap)"
+            f"model-written code cannot run isolated here: {why}. {fix}"
             + (
                 ""
                 if isolation is True

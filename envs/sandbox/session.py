@@ -148,9 +148,11 @@ class _Session:
     def _command(self, status_fd: int, stderr_fd: int) -> list[str]:
         limits, plan = self.limits, self.plan
         nproc = None
-        if plan.nproc:  # a backstop a little above the budget, so the watchdog sees the overrun
+        if plan.nproc:  # the kernel's cap: the program's own tasks, itself included, on top of what
+            # its uid already runs (the watchdog samples every INTERVAL_S; a fork loop through ctypes
+            # is faster, so the cap itself must be exact, not a backstop above the budget)
             base = _count_tasks(plan.nproc_uid) if plan.nproc_uid is not None else 0
-            nproc = limits.max_processes + base + 2
+            nproc = limits.max_processes + base
         config = {
             "workdir": self.workdir,
             "status_fd": status_fd,

@@ -573,3 +573,64 @@ def test_reasons_are_the_documented_set():
     assert REASONS == ("ok", "error", "timeout", "memory", "processes", "output_limit", "killed", "crashed")
     for reason in REASONS:
         assert f"``{reason}``" in sandbox.__doc__
+
+
+def test_an_interpreter_reached_through_a_symlinked_folder_runs_isolated(tmp_path):
+    # A venv whose folder is a symlink (managed venv folders) failed every run with "bwrap:
+    # execvp <link>/bin/python: No such file or directory ... Install bubblewrap" (issue 52,
+    # item 1): the trees are bound at their real paths, the interpreter was run by the link's.
+    bin_dir = os.path.dirname(sys.executable)
+    if shutil.which("bwrap") is None or os.path.realpath(bin_dir) != os.path.realpath(sys.prefix + "/bin"):
+        pytest.skip("needs bwrap and an interpreter in <prefix>/bin (a venv, as a user's)")
+    link = tmp_path / "linked-venv"
+    link.symlink_to(os.path.realpath(sys.prefix), target_is_directory=True)
+    program = (
+        "from envs.sandbox import run_python\n"
+        "r = run_python('import numpy, sys; print(numpy.__name__)')\n"
+        "print(r.reason, r.stdout.strip(), 'bwrap' in r.isolation, r.stderr[-300:])\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k not in (sandbox.NAMESPACES_ENV, sandbox.PYTHON_ENV)}
+    env[sandbox.NAMESPACES_ENV] = "1"  # isolated or nothing: the fallback would hide the failure
+    out = subprocess.run(
+        [str(link / "bin" / os.path.basename(sys.executable)), "-c", program],
+        cwd=Path(__file__).resolve().parents[2],  # the repository, where envs imports from
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=SUBPROCESS_TIMEOUT_S,
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split()[:3] == ["ok", "numpy", "True"], out.stdout
+
+
+@pytest.mark.parametrize("fork", ["os.fork()", "libc.fork()"])
+def test_a_program_never_has_more_processes_than_max_processes(mode, fork):
+    # 65 processes were alive at once under max_processes=64 (issue 52, item 2): the kernel's
+    # cap sat 2 above the budget as a backstop, and a fork loop through ctypes (which the audit
+    # hook does not see) outran the watchdog. The program itself is one of its processes.
+    program = (
+        "import ctypes, os, time\nlibc = ctypes.CDLL(None, use_errno=True)\nalive = 1\n"
+        "for _ in range(64):\n    try:\n        pid = FORK\n    except OSError:\n        pid = -1\n"
+        "    if pid == 0:\n        time.sleep(3)\n        os._exit(0)\n    alive += pid > 0\n"
+        "print(alive, flush=True)\n"
+    ).replace("FORK", fork)
+    result = run_python(program, limits=SandboxLimits(timeout_s=20.0, max_processes=8))
+    alive = [int(line) for line in result.stdout.split() if line.isdigit()]
+    # every fork beyond the budget was refused (modes without a process cap may refuse them
+    # all), or the watchdog ended the run for it
+    assert (result.reason == "ok" and len(alive) == 1 and alive[0] <= 8) or result.reason == "processes", (
+        result
+    )
+
+
+def test_an_interpreter_bwrap_cannot_start_is_not_blamed_on_a_missing_bwrap(monkeypatch, tmp_path):
+    # the message told users with bubblewrap installed to install it (issue 52, item 1)
+    if shutil.which("bwrap") is None:
+        pytest.skip("needs bwrap")
+    monkeypatch.setenv(sandbox.PYTHON_ENV, str(tmp_path / "no-such-python"))
+    monkeypatch.setenv(sandbox.NAMESPACES_ENV, "1")
+    with pytest.raises(sandbox.SandboxUnavailableError) as raised:
+        sandbox.isolation_layers()
+    message = str(raised.value)
+    assert "bubblewrap is installed" in message and "no-such-python" in message
+    assert "Install bubblewrap" not in message
