@@ -24,9 +24,11 @@ also refuses a generate call for any other version).
 
 Faults: a rollout worker that dies mid-collect is restarted and its call retried (Ray's
 ``max_restarts`` / ``max_task_retries``); its rollout is a function of the request and the
-weights, so the retried result is the same. A learner or engine failure aborts the step (an
-engine restarted by Ray serves no published version, so the next collect fails loudly rather
-than sample from its initial weights); ``--resume`` continues from the last checkpoint.
+weights, so the retried result is the same. An engine that dies is restarted by Ray (up to
+``RETRIES`` times) and serves no version until the driver, seeing a collect fail, publishes the
+current weights to it again and replays the collect (LoRA runs: the adapters go through the
+object store; in a full-weight run the broadcast group cannot take the new process, so the step
+ends). A learner failure aborts the step; ``--resume`` continues from the last checkpoint.
 
 Ray is imported only here (and only when a ``RayRuntime`` is made), with an error naming the
 extra when it is missing.
@@ -172,9 +174,9 @@ class RayRuntime:
         # named, so rollout workers take a name, not a handle (workers.RemotePolicy says why)
         names = [f"teamgym-engine-{uuid.uuid4().hex[:12]}-{i}" for i in range(config.engine_replicas)]
         self.engines = [
-            engine_cls.options(num_cpus=1, max_restarts=1, resources=resources["engine"], name=name).remote(
-                config, threads
-            )
+            engine_cls.options(
+                num_cpus=1, max_restarts=RETRIES, resources=resources["engine"], name=name
+            ).remote(config, threads)
             for name in names
         ]
         # rank 0 publishes and writes checkpoints; every rank updates (data parallel)
@@ -225,12 +227,75 @@ class RayRuntime:
             )
         started = time.perf_counter()
         shards = shard_tasks(request, len(self.workers))
-        refs = [
-            worker.collect.remote(shard, self.version)
-            for worker, shard in zip(self.workers, shards, strict=False)
-        ]
-        batches = self._get(refs, "the rollouts")
+
+        def play() -> list[RolloutBatch]:
+            refs = [
+                worker.collect.remote(shard, self.version)
+                for worker, shard in zip(self.workers, shards, strict=False)
+            ]
+            return self._get(refs, "the rollouts")
+
+        try:
+            batches = play()
+        except (WorkerLost, self.ray.exceptions.RayTaskError):
+            if not self._republish_to_restarted_engines():
+                raise  # no engine was restarted: not a failure a replay mends
+            batches = self._replay(play)
         return merge_batches(request, batches, time.perf_counter() - started)
+
+    def _replay(self, play: Any) -> Any:
+        """``play()`` again once a restarted engine has the weights: the rollout is a function of
+        the request and the weights, so it is the batch it would have been. A worker may still
+        see the engine as restarting for a moment: a few tries, a second apart."""
+        for attempt in range(RETRIES):
+            try:
+                return play()
+            except (WorkerLost, self.ray.exceptions.RayTaskError):
+                if attempt == RETRIES - 1:
+                    raise
+                time.sleep(1.0 + attempt)
+                self._republish_to_restarted_engines()
+
+    def _serving(self) -> list[tuple[int, str]]:
+        """(version, checksum) every engine serves, waiting for one that Ray is restarting."""
+        deadline = time.monotonic() + STARTUP_TIMEOUT_S
+        while True:
+            try:
+                return self.ray.get([engine.status.remote() for engine in self.engines])
+            except self.ray.exceptions.ActorUnavailableError:  # restarting: it will be back
+                if time.monotonic() > deadline:
+                    raise WorkerLost(
+                        f"an engine did not come back within {STARTUP_TIMEOUT_S:.0f} s"
+                    ) from None
+                time.sleep(1.0)
+            except self.ray.exceptions.RayActorError as err:
+                raise WorkerLost(f"an engine died and was not restarted: {type(err).__name__}") from err
+
+    def _republish_to_restarted_engines(self) -> bool:
+        """After a failed collect: give every engine that Ray restarted (it serves no version)
+        the current weights again; whether one was found. An engine that stays dead, or one in
+        a full-weight run (its broadcast group cannot take a new member), ends the step."""
+        served = self._serving()
+        restarted = [
+            engine
+            for engine, (version, _) in zip(self.engines, served, strict=True)
+            if version != self.version
+        ]
+        if not restarted:
+            return False
+        if self.weight_path == "collective":
+            raise WorkerLost(
+                "an engine restarted in a full-weight run, whose weights travel by a broadcast group it can "
+                "no longer join"
+            )
+        tensors, checksum = self.learner.trained_weights.options(num_returns=2).remote()
+        loaded = self._get(
+            [engine.load_weights.remote(self.version, tensors) for engine in restarted], "re-publish"
+        )
+        expected = self._get(checksum, "re-publish")
+        if any(state != (self.version, expected) for state in loaded):
+            raise WorkerLost(f"a restarted engine reports {loaded}, expected version {self.version}")
+        return True
 
     def _get(self, refs: Any, what: str) -> Any:
         """``ray.get``; a dead learner or engine becomes ``WorkerLost`` (rollout workers are

@@ -8,7 +8,8 @@ first, so a failure tells the two apart. Placement: tests/trainers/runtime/test_
 
 Every engine or learner actor costs ~5 s of start-up on a 2-core machine (torch and
 transformers imports, the model), so the tests share runtimes: one runtime with two of
-everything goes through its life in ``TestTwoOfEverything``."""
+everything goes through its life in ``TestTwoOfEverything`` (an engine killed and restarted
+mid-run among it)."""
 
 from __future__ import annotations
 
@@ -188,6 +189,21 @@ class TestTwoOfEverything:
         ranks = cluster.get([rank.trained_weights.remote() for rank in runtime.learners])
         assert ranks[0][1] == ranks[1][1] != initial  # the ranks hold the very same, updated weights
         assert runtime.version == 1 and runtime.engine_status() == [(1, ranks[0][1])] * 2
+
+    def test_an_engine_killed_mid_run_is_restarted_and_given_the_weights_again(
+        self, two_of_everything, cluster
+    ):
+        # a restarted engine served no version and the next collect ended the run (issue 52, item 7)
+        runtime, task, _ = two_of_everything
+        assert runtime.version == 1, "needs the step's update: run the class in file order"
+        config = tiny_config(**task)
+        request = step_request(config, 2, training_sampling(config))
+        before, served = runtime.collect(request), runtime.engine_status()
+        pid = cluster.get(runtime.engines[0].where.remote())[0]
+        cluster.kill(runtime.engines[0], no_restart=False)  # as a node or process failure would
+        assert_same_batch(runtime.collect(request), before)  # replayed on the same weights
+        assert cluster.get(runtime.engines[0].where.remote())[0] != pid  # a new process serves
+        assert runtime.version == 1 and runtime.engine_status() == served
 
     def test_collect_refuses_unpublished_weights_and_engines_refuse_other_versions(
         self, two_of_everything, cluster
