@@ -250,7 +250,12 @@ def attacks() -> list[Attack]:
         "        threading.Thread(target=time.sleep, args=(5,), daemon=True).start()\n"
         "        n += 1; print(n, flush=True)\n    except RuntimeError:\n        pass\ntime.sleep(3)"
     )
-    forks_ctypes = LIBC + fork_bomb.replace("os.fork()", "libc.fork()")
+    # libc.fork() returns -1 when refused (no OSError): count only the forks that made a process
+    forks_ctypes = LIBC + (
+        "import time\nn = 0\nfor _ in range(400):\n    pid = libc.fork()\n    if pid == 0:\n"
+        "        time.sleep(5); os._exit(0)\n    if pid > 0:\n        n += 1; print(n, flush=True)\n"
+        "time.sleep(3)"
+    )
     out += [
         Attack("fork-bomb", "processes", fork_bomb, _budget("processes")),
         Attack("fork-bomb-hook-bypassed", "processes", BYPASS + fork_bomb, _budget("processes")),
