@@ -255,7 +255,7 @@ def test_help_lists_every_field_and_group(capsys):
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        ([], "or --suite NAME (alfworld, code, games, math, planning, webshop, all)"),  # every suite
+        ([], "exactly one of --env"),
         (["--env", "sokoban", "--suite", "planning"], "exactly one of --env"),
         (["--suite", "nosuchsuite"], "suites with envs: alfworld, code, "),
         (["--env", "sokobann"], "Did you mean"),
@@ -277,6 +277,14 @@ def test_config_errors_exit_2_with_the_fix(tmp_path, capsys, args, message):
         main(argv)
     assert exit_info.value.code == 2
     assert message in capsys.readouterr().err
+
+
+def test_the_env_or_suite_error_lists_every_registered_suite(tmp_path, capsys):
+    # it listed "(planning, math, code, all)" long after games, alfworld and webshop joined
+    with pytest.raises(SystemExit):
+        main(["--model", "tiny-test", "--no-progress", "--output-dir", str(tmp_path)])
+    listed = capsys.readouterr().err.split("--suite NAME (")[1].split(")")[0].split(", ")
+    assert {"alfworld", "code", "games", "math", "planning", "webshop", "all"} <= set(listed)
 
 
 # Mistakes that used to end in a traceback (or, for an unknown role, in an all-n/a table).
