@@ -14,7 +14,7 @@ from typing import Any
 from trainers.run.episodes import EPISODES_DIR, read_episode_dicts
 from trainers.run.report.charts import bar_chart
 from trainers.run.report.episodes import episode_view, text_view
-from trainers.run.report.files import flat_items, read_json
+from trainers.run.report.files import flat_items, provenance_items, read_json
 
 __all__ = ["is_evaluation", "eval_context", "markdown_tables"]
 
@@ -111,9 +111,7 @@ def eval_context(out_dir: Path) -> dict[str, Any]:
             ("created", results.get("created")),
         ],
         "config": flat_items(results.get("config") or {}),
-        "provenance": [
-            {"what": "evaluation", "items": flat_items({k: v for k, v in provenance.items() if v})}
-        ],
+        "provenance": [{"what": "evaluation", "items": provenance_items(provenance)}],
         "env_settings": json.dumps(results.get("envs") or {}, indent=2, default=str),
         "charts": charts,
         "tables": blocks,

@@ -18,7 +18,7 @@ from trainers.run.plots import RATE_LABEL, run_figures
 from trainers.run.provenance import PROVENANCE_FILE
 from trainers.run.report.charts import line_chart
 from trainers.run.report.episodes import episode_view, text_view, tree_view
-from trainers.run.report.files import flat_items, plain_items, read_json
+from trainers.run.report.files import flat_items, provenance_items, read_json
 from trainers.run.trees import read_trees
 
 __all__ = ["is_training_run", "run_context"]
@@ -54,12 +54,7 @@ def _provenance(run_dir: Path) -> list[dict[str, Any]]:
     data = read_json(run_dir / PROVENANCE_FILE)
     sessions = data.get("sessions") if isinstance(data, dict) else None
     return [
-        {
-            "what": s.get("what", "?"),
-            # a package's version is None when it is not installed; any other None is unknown
-            "items": plain_items({k: v for k, v in s.items() if k not in ("what", "versions")}, "unknown")
-            + plain_items({"versions": s.get("versions") or {}}, "not installed"),
-        }
+        {"what": s.get("what", "?"), "items": provenance_items(s)}
         for s in sessions or []
         if isinstance(s, dict)
     ]
