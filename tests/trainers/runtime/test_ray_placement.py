@@ -12,7 +12,8 @@ import pytest
 from tests.trainers.runtime.test_ray import assert_same_batch, local_runtime, tiny_config
 from trainers.rollout import step_request, training_sampling
 
-pytestmark = [pytest.mark.ray, pytest.mark.slow, pytest.mark.memory(gb=1.5)]  # measured 1.3 GB added
+# measured 1.3-1.6 GB added (1,585 MB in CI on 2026-11-27, over the 1.5 GB declared then)
+pytestmark = [pytest.mark.ray, pytest.mark.slow, pytest.mark.memory(gb=2)]
 MIB = 2**20
 
 
