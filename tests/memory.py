@@ -46,6 +46,7 @@ from pathlib import Path
 
 import pytest
 
+from benchmarks.process_memory import tree_pss as process_tree_pss
 from tests.memory_pool import DEFAULT_MODULE_GB, POOL_ENV, MemoryPool, pool_gb
 
 SAMPLE_S = 0.5
@@ -60,21 +61,8 @@ GB = 1024 * MB
 
 
 def tree_pss(process) -> int:
-    """Bytes: PSS of ``process`` plus that of every descendant (vanished ones count 0; where
-    PSS cannot be read, RSS stands in)."""
-    import psutil  # in the dev extra (and a dependency of Ray and vLLM)
-
-    total = 0
-    try:
-        members = [process, *process.children(recursive=True)]
-    except psutil.Error:
-        return 0
-    for member in members:
-        try:
-            total += getattr(member.memory_full_info(), "pss", None) or member.memory_info().rss
-        except psutil.Error:
-            pass
-    return total
+    """Bytes: PSS of ``process`` and every descendant (benchmarks/process_memory.py)."""
+    return process_tree_pss(process.pid)
 
 
 def system_used() -> int:

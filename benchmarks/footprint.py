@@ -1,0 +1,268 @@
+"""Memory and time of a training step, per env at its training preset, with the default model.
+
+    python -m benchmarks.footprint                                    # every env, training
+    python -m benchmarks.footprint --env webshop sokoban --commands train sft evaluate
+    python -m benchmarks.footprint --model tiny-test --env plan_path  # smoke run (seconds)
+
+Each command runs in its own process, exactly as a user runs it (``python -m trainers.at_grpo
+--env ENV``: the env's preset picks the algorithm, team, reply lengths and tasks per step),
+with only its length cut: one warm-up step and ``--steps`` measured ones, a one-task
+validation evaluation before and after, no test evaluation. ``sft`` is ``python -m
+trainers.sft --env ENV`` cut the same way (its demonstrations are recorded at the preset's
+size), ``evaluate`` is ``python -m benchmarks.evaluate --env ENV --episodes 4 --seeds 0``.
+
+What is measured, per command:
+
+* **peak memory of the process tree**: a sampler in this process reads the PSS of the
+  command and every process under it (sandbox runs, a vLLM engine, Ray workers) every 0.1 s
+  and keeps the highest sum. PSS shares a page among the processes that map it, so the sum
+  is what the machine holds for the whole tree (RSS would count a shared page once per process);
+* **peak RSS of its largest process** (the kernel's ``ru_maxrss`` of the command's children);
+* **the floor**: the same peak for a process that only imports torch and transformers and
+  loads the model (what no command on that model can go under);
+* **seconds per step by phase** (generation, env, learner) and **generated tokens/s**: the mean
+  over the measured steps of the run's ``metrics.jsonl``; the warm-up step (lazy allocation,
+  first-call kernel choices) is left out.
+
+The figures are a property of this machine: run it on an otherwise idle one (seconds are
+wall time, and a second heavy process halves them). ``--json`` writes every row.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import envs
+from agents.models import DEFAULT_MODEL
+from benchmarks.process_memory import tree_pss
+from benchmarks.tables import print_table
+
+__all__ = ["COMMANDS", "Footprint", "command_line", "main", "measure", "step_phases"]
+
+COMMANDS = ("train", "sft", "evaluate")
+SAMPLE_S = 0.1
+MB = 2**20
+EVALUATE_EPISODES = 4
+
+
+@dataclass
+class Footprint:
+    """One command's figures (memory in MB, time in seconds)."""
+
+    env: str
+    command: str
+    argv: list[str]
+    peak_tree_mb: float = 0.0
+    peak_process_mb: float = 0.0
+    wall_s: float = 0.0
+    phases: dict[str, float] = field(default_factory=dict)
+    tokens_per_s: float | None = None
+    error: str | None = None
+
+
+def command_line(command: str, env: str, model: str, out: Path, steps: int) -> list[str]:
+    """The command as a user types it, cut to one warm-up and ``steps`` measured steps."""
+    common = ["--env", env, "--model", model, "--output-dir", str(out)]
+    short = ["--steps", str(steps + 1), "--eval-every", "0", "--eval-tasks", "1", "--test-tasks", "0"]
+    if command == "train":
+        return ["trainers.at_grpo", *common, "--run-name", "run", *short, "--no-progress"]
+    if command == "sft":  # the validation loss once, at the end
+        return [
+            "trainers.sft",
+            *common,
+            "--run-name",
+            "run",
+            *short,
+            "--val-every",
+            str(steps + 1),
+            "--no-progress",
+        ]
+    if command == "evaluate":
+        return ["benchmarks.evaluate", *common, "--episodes", str(EVALUATE_EPISODES), "--seeds", "0"]
+    raise ValueError(f"command {command!r} is not one of {COMMANDS}")
+
+
+def measure(argv: list[str], log: Path, cwd: Path | None = None) -> tuple[float, float, float, int]:
+    """Runs ``python -m argv`` with its output in ``log``; ``(peak tree PSS MB, peak RSS MB of its
+    largest process, wall seconds, exit code)``."""
+    peak = [0]
+    started = time.perf_counter()
+    with log.open("w") as stream:
+        process = subprocess.Popen(
+            [sys.executable, "-m", *argv], stdout=stream, stderr=subprocess.STDOUT, cwd=cwd, env=_quiet_env()
+        )
+        done = threading.Event()
+
+        def sample() -> None:
+            while not done.wait(SAMPLE_S):
+                peak[0] = max(peak[0], tree_pss(process.pid))
+
+        sampler = threading.Thread(target=sample, name="footprint-sampler", daemon=True)
+        sampler.start()
+        # wait4 reaps the command and gives its own resource usage (not the other children's of
+        # this process); the sampler stops once the process is gone.
+        _, status, usage = os.wait4(process.pid, 0)
+        process.returncode = os.waitstatus_to_exitcode(status)
+        done.set()
+        sampler.join()
+    wall = time.perf_counter() - started
+    # ru_maxrss (KiB on Linux) from wait4 is the largest of the command's own peak and those of
+    # the descendants it reaped (the kernel reports the zombie's RUSAGE_BOTH).
+    largest = usage.ru_maxrss / 1024
+    return peak[0] / MB, largest, wall, process.returncode
+
+
+def _quiet_env() -> dict[str, str]:
+    return {
+        **os.environ,
+        "TOKENIZERS_PARALLELISM": "false",
+        "HF_HUB_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+    }
+
+
+def step_phases(run_dir: Path, warmup: int = 1) -> tuple[dict[str, float], float | None]:
+    """Mean seconds per step by phase, and mean generated tokens/s, over the steps of
+    ``run_dir/metrics.jsonl`` after the first ``warmup``."""
+    path = run_dir / "metrics.jsonl"
+    if not path.exists():
+        return {}, None
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    rows = [row for row in rows if row.get("step", 0) > warmup]
+    if not rows:
+        return {}, None
+    phases = {}
+    for key in ("time/generate", "time/env", "time/learner", "time/step"):
+        values = [row[key] for row in rows if key in row]
+        if values:
+            phases[key.removeprefix("time/")] = sum(values) / len(values)
+    rates = [row["tokens_per_s"] for row in rows if row.get("tokens_per_s")]
+    return phases, (sum(rates) / len(rates) if rates else None)
+
+
+def measure_command(command: str, env: str, model: str, steps: int, workdir: Path) -> Footprint:
+    out = workdir / f"{env}-{command}"
+    argv = command_line(command, env, model, out, steps)
+    row = Footprint(env=env, command=command, argv=argv)
+    out.mkdir(parents=True, exist_ok=True)
+    log = out / "log.txt"
+    print(f"[{env}] {command}: python -m {shlex.join(argv)}", flush=True)
+    row.peak_tree_mb, row.peak_process_mb, row.wall_s, code = measure(argv, log)
+    if code != 0:
+        tail = log.read_text(errors="replace").strip().splitlines()[-1:] or ["(no output)"]
+        row.error = f"exit {code}: {tail[0][:300]} (log {log})"
+    elif command != "evaluate":
+        row.phases, row.tokens_per_s = step_phases(out / "run")
+    return row
+
+
+def measure_floor(model: str, workdir: Path) -> Footprint:
+    """The bare loaded model: a process that imports torch and transformers and loads it."""
+    argv = ["benchmarks.footprint", "--bare-model", model]
+    row = Footprint(env="-", command="bare model", argv=argv)
+    row.peak_tree_mb, row.peak_process_mb, row.wall_s, code = measure(argv, workdir / "bare-model.txt")
+    if code != 0:
+        row.error = f"exit {code} (log {workdir / 'bare-model.txt'})"
+    return row
+
+
+def _load_only(model: str) -> None:
+    from agents.models import load_model
+
+    load_model(model)
+    time.sleep(3 * SAMPLE_S)  # long enough for the sampler to see the loaded process
+
+
+def _mb(value: float) -> str:
+    return f"{value:,.0f}"
+
+
+def print_rows(rows: list[Footprint], floor: Footprint, budget_mb: float) -> None:
+    print(
+        f"\nfloor (the bare model, {floor.argv[-1]}): peak tree PSS {_mb(floor.peak_tree_mb)} MB, "
+        f"RSS {_mb(floor.peak_process_mb)} MB\n"
+    )
+    table = []
+    for row in rows:
+        if row.error:
+            table.append([row.env, row.command, "failed", *[""] * 8])
+            continue
+        p = row.phases
+        seconds = [f"{p[k]:.1f}" if k in p else "-" for k in ("step", "generate", "env", "learner")]
+        table.append(
+            [
+                row.env,
+                row.command,
+                _mb(row.peak_tree_mb),
+                _mb(row.peak_process_mb),
+                f"{row.peak_tree_mb / floor.peak_tree_mb:.1f}x" if floor.peak_tree_mb else "-",
+                *seconds,
+                f"{row.tokens_per_s:.0f}" if row.tokens_per_s else "-",
+                "yes" if row.peak_tree_mb <= budget_mb else f"NO (> {budget_mb / 1024:.0f} GB)",
+            ]
+        )
+    header = ["env", "command", "tree MB", "process MB", "x floor", "s/step", "generate", "env s", "learner",
+              "tokens/s", "within"]  # fmt: skip
+    print_table(header, table)
+    for row in rows:
+        if row.error:
+            print(f"{row.env} {row.command} failed: {row.error}")
+
+
+def main(argv: list[str] | None = None) -> list[Footprint]:
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.footprint", description=__doc__.split("\n\n")[0]
+    )
+    parser.add_argument("--env", nargs="+", default=None, help="envs (default: every registered one)")
+    parser.add_argument("--commands", nargs="+", default=["train"], choices=COMMANDS)
+    parser.add_argument("--model", default=DEFAULT_MODEL)
+    parser.add_argument("--steps", type=int, default=2, help="measured steps after the warm-up step")
+    parser.add_argument("--budget-gb", type=float, default=3.0, help="the bound the 'within' column checks")
+    parser.add_argument("--workdir", type=Path, default=None, help="run directories (default: a temp dir)")
+    parser.add_argument("--json", type=Path, default=None, help="write every row here")
+    parser.add_argument("--bare-model", default=None, help=argparse.SUPPRESS)  # the floor's own process
+    args = parser.parse_args(argv)
+    if args.bare_model:
+        _load_only(args.bare_model)
+        return []
+    names = args.env or envs.registered_names()
+    unknown = sorted(set(names) - set(envs.registered_names()))
+    if unknown:
+        parser.error(
+            f"--env {' '.join(unknown)}: not registered; choose from {' '.join(envs.registered_names())}"
+        )
+    if args.steps < 1:
+        parser.error(f"--steps {args.steps}: at least 1 measured step")
+    with tempfile.TemporaryDirectory(prefix="teamgym-footprint-") as tmp:
+        workdir = args.workdir or Path(tmp)
+        workdir.mkdir(parents=True, exist_ok=True)
+        floor = measure_floor(args.model, workdir)
+        rows = [
+            measure_command(c, env, args.model, args.steps, workdir) for env in names for c in args.commands
+        ]
+    print_rows(rows, floor, args.budget_gb * 1024)
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        record = {
+            "model": args.model,
+            "steps": args.steps,
+            "floor": asdict(floor),
+            "rows": [asdict(r) for r in rows],
+        }
+        args.json.write_text(json.dumps(record, indent=1) + "\n")
+        print(f"rows: {args.json}")
+    return rows
+
+
+if __name__ == "__main__":
+    main()

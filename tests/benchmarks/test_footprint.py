@@ -1,0 +1,80 @@
+"""The footprint benchmark: the process-tree reading counts a child's memory, and a run on the
+tiny model measures every command (figures themselves are not asserted: they are the machine's)."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import time
+
+import pytest
+
+from benchmarks import footprint
+from benchmarks.process_memory import tree_pss
+
+MB = 2**20
+
+
+def test_the_tree_reading_counts_a_childs_memory():
+    """A child that holds 200 MB raises its parent's tree reading by about that much."""
+    holder = "import sys, time; block = bytearray(200 * 2**20); block[::4096] = b'x' * len(block[::4096]); "
+    holder += "print('ready', flush=True); time.sleep(60)"
+    parent = subprocess.Popen(
+        [sys.executable, "-c", f"import subprocess, sys; subprocess.run([sys.executable, '-c', {holder!r}])"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert parent.stdout.readline().strip() == "ready"
+        time.sleep(0.2)
+        assert tree_pss(parent.pid) >= 190 * MB
+    finally:
+        parent.kill()
+        parent.wait()
+        subprocess.run(["pkill", "-f", "block = bytearray"], check=False)
+    assert tree_pss(parent.pid) == 0  # a process that is gone reads 0, not an error
+
+
+def test_step_phases_leave_out_the_warm_up_step(tmp_path):
+    rows = [
+        {"step": 1, "time/generate": 9.0, "time/step": 10.0, "tokens_per_s": 1.0},
+        {"step": 2, "time/generate": 2.0, "time/step": 3.0, "tokens_per_s": 40.0},
+        {"step": 3, "time/generate": 4.0, "time/step": 5.0, "tokens_per_s": 60.0},
+    ]
+    (tmp_path / "metrics.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
+    phases, tokens_per_s = footprint.step_phases(tmp_path)
+    assert phases == {"generate": 3.0, "step": 4.0} and tokens_per_s == 50.0
+
+
+@pytest.mark.slow
+def test_a_tiny_model_run_measures_training_and_the_warm_start(tmp_path, capsys):
+    """(``evaluate`` is left out for CI's time: its argv is the same code path.)"""
+    out = tmp_path / "footprint.json"
+    commands = ["train", "sft"]
+    rows = footprint.main(
+        ["--model", "tiny-test", "--env", "plan_path", "--commands", *commands,
+         "--workdir", str(tmp_path / "runs"), "--json", str(out)]
+    )  # fmt: skip
+    assert [(row.env, row.command) for row in rows] == [("plan_path", c) for c in commands]
+    record = json.loads(out.read_text())
+    floor = record["floor"]["peak_tree_mb"]
+    assert floor > 100  # torch and transformers alone are more than this
+    for row in rows:
+        assert row.error is None, row.error
+        assert row.peak_tree_mb > floor and row.peak_process_mb > 0 and row.wall_s > 0
+    train, sft = rows
+    assert set(train.phases) == {"generate", "env", "learner", "step"} and train.tokens_per_s > 0
+    assert "step" in sft.phases
+    table = capsys.readouterr().out
+    assert "floor (the bare model, tiny-test)" in table
+    for command in commands:  # a row with its tree and process peaks
+        assert re.search(rf"plan_path\s+{command}\s+[\d,]+\s+[\d,]+\s+\d", table), command
+
+
+def test_an_unknown_env_is_refused_with_the_registered_names(capsys):
+    with pytest.raises(SystemExit):
+        footprint.main(["--env", "sokobn"])
+    err = capsys.readouterr().err
+    assert "--env sokobn: not registered" in err and "sokoban" in err
