@@ -340,6 +340,9 @@ def _train(
     recomputing = runtime.old_logprob_units()
     source = f"recomputed by the learner for {', '.join(recomputing)}" if recomputing else "the sampler's"
     say(f"pi_old: {source} (--old-logprobs {config.old_logprobs})")
+    # The default is the forward that measured faster on the device (config.py, shared_prefix).
+    forward = "shared prefix (the CPU's default)" if config.shared_prefix else "plain (CUDA's default)"
+    say(f"learner forward: {forward}; --shared-prefix / --no-shared-prefix to choose")
     checkpoint = run.checkpoint
     saved = runtime.load_checkpoint(checkpoint) if checkpoint else {"step": 0}
     start = saved["step"]

@@ -98,6 +98,23 @@ def test_loss_presets_set_their_advantage_scale_and_dynamic_sampling():
     assert (explicit.advantage_scale, explicit.dynamic_sampling) == ("batch", False)
 
 
+def test_the_learner_forward_is_the_one_that_measured_faster_on_the_device_and_a_flag_wins(monkeypatch):
+    import torch
+
+    def forward(**kwargs):
+        return resolve_config(TrainConfig(env="sokoban", **kwargs)).shared_prefix
+
+    assert forward(device="cpu") is True and forward(device="cuda:0") is False
+    assert forward(device="cuda", shared_prefix=True) is True
+    assert forward(device="cpu", shared_prefix=False) is False
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)  # no --device: where the run will be
+    assert forward() is False
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert forward() is True
+    with pytest.raises(ValueError, match="resolved config"):
+        TrainConfig(env="sokoban").learner_config()
+
+
 def test_matpo_trains_one_shared_policy_unless_told_otherwise():
     assert resolve_config(TrainConfig(algo="matpo")).policy == "shared"
     assert resolve_config(TrainConfig(algo="matpo", policy="per_role")).policy == "per_role"
