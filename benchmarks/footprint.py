@@ -14,7 +14,7 @@ size), ``evaluate`` is ``python -m benchmarks.evaluate --env ENV --episodes 4 --
 What is measured, per command:
 
 * **peak memory of the process tree**: a sampler in this process reads the PSS of the
-  command and every process under it (sandbox runs, a vLLM engine, Ray workers) every 0.1 s
+  command and every process under it (sandbox runs, a vLLM engine, Ray workers) every 0.25 s
   and keeps the highest sum. PSS shares a page among the processes that map it, so the sum
   is what the machine holds for the whole tree (RSS would count a shared page once per process);
 * **peak RSS of its largest process** (the kernel's ``ru_maxrss`` of the command's children);
@@ -39,6 +39,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -50,7 +51,7 @@ from benchmarks.tables import print_table
 __all__ = ["COMMANDS", "Footprint", "command_line", "main", "measure", "step_phases"]
 
 COMMANDS = ("train", "sft", "evaluate")
-SAMPLE_S = 0.1
+SAMPLE_S = 0.25  # reading PSS (smaps) of a tree costs CPU: at 0.1 s it took ~15% of a core
 MB = 2**20
 EVALUATE_EPISODES = 4
 
@@ -70,9 +71,12 @@ class Footprint:
     error: str | None = None
 
 
-def command_line(command: str, env: str, model: str, out: Path, steps: int) -> list[str]:
-    """The command as a user types it, cut to one warm-up and ``steps`` measured steps."""
-    common = ["--env", env, "--model", model, "--output-dir", str(out)]
+def command_line(
+    command: str, env: str, model: str, out: Path, steps: int, extra: Sequence[str] = ()
+) -> list[str]:
+    """The command as a user types it, cut to one warm-up and ``steps`` measured steps
+    (``extra``: more of its flags, e.g. ``--backend vllm``)."""
+    common = ["--env", env, "--model", model, "--output-dir", str(out), *extra]
     short = ["--steps", str(steps + 1), "--eval-every", "0", "--eval-tasks", "1", "--test-tasks", "0"]
     if command == "train":
         return ["trainers.at_grpo", *common, "--run-name", "run", *short, "--no-progress"]
@@ -150,9 +154,11 @@ def step_phases(run_dir: Path, warmup: int = 1) -> tuple[dict[str, float], float
     return phases, (sum(rates) / len(rates) if rates else None)
 
 
-def measure_command(command: str, env: str, model: str, steps: int, workdir: Path) -> Footprint:
+def measure_command(
+    command: str, env: str, model: str, steps: int, workdir: Path, extra: Sequence[str] = ()
+) -> Footprint:
     out = workdir / f"{env}-{command}"
-    argv = command_line(command, env, model, out, steps)
+    argv = command_line(command, env, model, out, steps, extra)
     row = Footprint(env=env, command=command, argv=argv)
     out.mkdir(parents=True, exist_ok=True)
     log = out / "log.txt"
@@ -163,6 +169,8 @@ def measure_command(command: str, env: str, model: str, steps: int, workdir: Pat
         row.error = f"exit {code}: {tail[0][:300]} (log {log})"
     elif command != "evaluate":
         row.phases, row.tokens_per_s = step_phases(out / "run")
+    outcome = f"failed ({row.error})" if row.error else f"peak tree PSS {_mb(row.peak_tree_mb)} MB"
+    print(f"[{env}] {command}: {outcome}, largest process {_mb(row.peak_process_mb)} MB, {row.wall_s:.0f} s")
     return row
 
 
@@ -227,6 +235,9 @@ def main(argv: list[str] | None = None) -> list[Footprint]:
     parser.add_argument("--commands", nargs="+", default=["train"], choices=COMMANDS)
     parser.add_argument("--model", default=DEFAULT_MODEL)
     parser.add_argument("--steps", type=int, default=2, help="measured steps after the warm-up step")
+    parser.add_argument(
+        "--extra-args", default="", help="more flags for every command, e.g. --extra-args='--backend vllm'"
+    )
     parser.add_argument("--budget-gb", type=float, default=3.0, help="the bound the 'within' column checks")
     parser.add_argument("--workdir", type=Path, default=None, help="run directories (default: a temp dir)")
     parser.add_argument("--json", type=Path, default=None, help="write every row here")
