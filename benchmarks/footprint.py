@@ -31,6 +31,7 @@ wall time, and a second heavy process halves them). ``--json`` writes every row.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import shlex
@@ -246,6 +247,8 @@ def main(argv: list[str] | None = None) -> list[Footprint]:
     if args.bare_model:
         _load_only(args.bare_model)
         return []
+    if importlib.util.find_spec("psutil") is None:
+        parser.error("the tree reading needs psutil: pip install psutil (it is in the dev extra)")
     names = args.env or envs.registered_names()
     unknown = sorted(set(names) - set(envs.registered_names()))
     if unknown:
