@@ -31,9 +31,11 @@ def test_the_tree_reading_counts_a_childs_memory():
         time.sleep(0.2)
         assert tree_pss(parent.pid) >= 190 * MB
     finally:
-        parent.kill()
+        import psutil
+
+        for process in [*psutil.Process(parent.pid).children(recursive=True), psutil.Process(parent.pid)]:
+            process.kill()  # the holder first: killing only the parent would orphan it
         parent.wait()
-        subprocess.run(["pkill", "-f", "block = bytearray"], check=False)
     assert tree_pss(parent.pid) == 0  # a process that is gone reads 0, not an error
 
 
