@@ -43,7 +43,10 @@ The protocol of the papers' ablations, from warm starts:
 Resumable: every finished (arm, seed) goes into the results JSON (``--results``) at once,
 and a rerun of the same command skips them (an interrupted run is resumed from its last
 checkpoint), so a protocol longer than a session is finished by running the command again;
-a rerun with different settings is refused, naming the flag. Prints the table, the
+a rerun with different settings is refused, naming the flag. A team's warm start is trained
+when its first unfinished arm runs; the results file records its steps, so a rerun on a new
+checkout (the file committed, ``runs/`` gone) trains it again for exactly those steps and the
+first arm from it checks that it plays as the recorded one did. Prints the table, the
 generalisation table, the differences between arms with their standard errors, wall time per
 arm and phase, and writes the JSON and a PNG beside it (validation success against training
 minutes, or steps, with +- 1 s.e. bands).
@@ -102,19 +105,22 @@ def arm_teams(arms: list[str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(ARMS[name][1] for name in arms))
 
 
-def warm_starts(args: argparse.Namespace, out: Path) -> dict[str, tuple[str, float]]:
-    """Team -> (warm-start run dir, its training minutes): ``--init`` for every team, else one
-    warm start per team trained here (``--sft-steps`` steps, or ``--warm-minutes`` minutes of
-    updates each: warm starts of equal minutes)."""
-    if args.init:
-        minutes = trained_seconds(Path(args.init), UNCAPPED_STEPS) / 60  # from its own metrics
-        return {team: (args.init, minutes) for team in arm_teams(args.arms)}
-    return {team: warm_start(args, out, team) for team in arm_teams(args.arms)}
+def init_minutes(args: argparse.Namespace) -> float:
+    """The training minutes of the ``--init`` run every arm starts from (from its own metrics)."""
+    return trained_seconds(Path(args.init), UNCAPPED_STEPS) / 60
 
 
-def warm_start(args: argparse.Namespace, out: Path, team: str) -> tuple[str, float]:
-    """One team's warm start (resumed or reused when an earlier run made it): its run dir and
-    its training minutes (the updates' summed time, what ``--warm-minutes`` budgets)."""
+def warm_start(
+    args: argparse.Namespace, out: Path, team: str, recorded_steps: int | None
+) -> tuple[str, float, int]:
+    """One team's warm start (resumed or reused when an earlier run made it): its run dir, its
+    training minutes (the updates' summed time, what ``--warm-minutes`` budgets) and its steps.
+
+    ``recorded_steps``: the steps the results file says this warm start took. When the file
+    outlived the run dir (a new checkout or machine), the warm start is trained again for
+    exactly those steps, without a clock: the demonstrations' order is seeded, the schedule
+    does not depend on the cap and the CPU update is deterministic, so the weights are the
+    same; the first arm that starts from it checks that (``run_arm``'s ``check_warm``)."""
     from trainers.sft import train_sft
     from trainers.sft_config import SFTConfig
 
@@ -130,11 +136,21 @@ def warm_start(args: argparse.Namespace, out: Path, team: str) -> tuple[str, flo
         )
         if value is not None
     }
-    if args.warm_minutes:  # the minutes end it; --sft-steps, where given, is a cap
+    name = f"warm_start-{team}"
+    minutes = args.warm_minutes
+    made = out / name / "config.json"
+    if made.is_file() and json.loads(made.read_text())["train_minutes"]:  # made here: finish or reuse it
+        recorded_steps = None
+    if recorded_steps is not None:  # (or finish such a second training, cut off)
+        if not made.is_file():
+            print(
+                f"warm start {team}: {made.parent} missing: trained again ({recorded_steps} steps, recorded)"
+            )
+        given["steps"], minutes = recorded_steps, 0.0
+    elif args.warm_minutes:  # the minutes end it; --sft-steps, where given, is a cap
         given.setdefault("steps", UNCAPPED_STEPS)
     steps = given.get("steps", SFTConfig.steps)
     every = 25 if args.warm_minutes else max(1, steps // 4)
-    name = f"warm_start-{team}"
     config = SFTConfig(
         env=args.env,
         env_kwargs=json.loads(args.env_kwargs),
@@ -142,7 +158,7 @@ def warm_start(args: argparse.Namespace, out: Path, team: str) -> tuple[str, flo
         model=args.model,
         response_prefix=args.response_prefix,
         **given,
-        train_minutes=args.warm_minutes,
+        train_minutes=minutes,
         eval_tasks=4,  # a sanity check: the arms evaluate the warm start (step 0) on --eval-tasks
         eval_every=0,
         eval_split="validation",
@@ -155,10 +171,10 @@ def warm_start(args: argparse.Namespace, out: Path, team: str) -> tuple[str, flo
         keep_checkpoints=1,
         progress=args.progress,
     )
-    if (out / name / "config.json").is_file():  # a rerun: finish (or reuse) it
+    if (out / name / "config.json").is_file():
         config = dataclasses.replace(config, resume=str(out / name))
     summary = train_sft(config)
-    return str(summary.run_dir), trained_seconds(summary.run_dir, summary.steps) / 60
+    return str(summary.run_dir), trained_seconds(summary.run_dir, summary.steps) / 60, summary.steps
 
 
 def run_arm(
@@ -168,11 +184,16 @@ def run_arm(
     initial: dict[str, dict[str, Any]],
     args: argparse.Namespace,
     init: str,
+    check_warm: bool = False,
 ) -> dict[str, Any]:
     """Train one arm with one seed from its team's warm start ``init`` (resuming its run if an
     earlier invocation was cut off); its validation curve (against steps and training minutes),
     held-out test success before and after, the ``--general`` difficulties after, samples and
     phase times.
+
+    ``check_warm``: the warm start was trained again (``warm_start``); the arm evaluates it at
+    step 0 itself instead of reusing ``initial``, and its record's "warm_start_check" says
+    whether it plays exactly as the recorded one did.
 
     ``initial`` (team -> {"validation": step-0 evaluation, "test": step-0 test evaluation,
     "general": the warm start on the --general difficulties}) is filled by the first run of
@@ -201,9 +222,10 @@ def run_arm(
     elif run_dir.exists():  # cut off before its first checkpoint: nothing to keep
         shutil.rmtree(run_dir)
     started = time.perf_counter()
-    given = initial.get(team, {})
+    given = {} if check_warm else initial.get(team, {})
     summary = train(config, initial_eval=given.get("validation"), initial_test=given.get("test"))
     initial.setdefault(team, {"validation": summary.before, "test": summary.test_before})
+    check = same_start(initial[team], summary.before, summary.test_before) if check_warm else None
     steps = read_jsonl(summary.run_dir / "metrics.jsonl")
     evals = read_jsonl(summary.run_dir / "eval.jsonl")
     tests = {int(r["step"]): r for r in read_jsonl(summary.run_dir / TEST_FILE)}
@@ -233,6 +255,36 @@ def run_arm(
             for p in ("time/generate", "time/env", "time/learner", "time/step")
         },
         "run_dir": str(summary.run_dir),
+        **({"warm_start_check": check} if check is not None else {}),
+    }
+
+
+# What a greedy evaluation of the same weights on the same tasks repeats exactly.
+SAME_START_KEYS = ("success", "response_tokens", "samples", "invalid_rate")
+
+
+def same_start(recorded: dict[str, Any], validation: dict[str, Any], test: dict[str, Any]) -> dict[str, Any]:
+    """Does a warm start trained again play its step-0 evaluations exactly as the recorded one
+    did? Prints the answer; the record keeps both sides."""
+    sides = {
+        "validation": (recorded.get("validation", {}), validation),
+        "test": (recorded.get("test", {}), test),
+    }
+    same = all(
+        was.get(key) == now.get(key) for was, now in sides.values() for key in SAME_START_KEYS if key in was
+    )
+    pairs = ", ".join(
+        f"{split} success {now.get('success')} (recorded {was.get('success')})"
+        for split, (was, now) in sides.items()
+    )
+    verdict = "the same" if same else "DIFFERENT: the earlier cells of this team started from other weights"
+    print(f"warm start trained again: {pairs}: {verdict}")
+    return {
+        "same": same,
+        **{
+            split: {key: [was.get(key), now.get(key)] for key in SAME_START_KEYS}
+            for split, (was, now) in sides.items()
+        },
     }
 
 
@@ -396,9 +448,9 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, Any]]:
     out.mkdir(parents=True, exist_ok=True)
     results = Path(args.results) if args.results else out / "learning.json"
     record = _resume_record(results, args)
-    warm = warm_starts(args, out)
-    record.update({"args": vars(args), "warm_start": {team: run for team, (run, _) in warm.items()}})
-    record["warm_start_min"] = {team: minutes for team, (_, minutes) in warm.items()}
+    record["args"] = vars(args)
+    for key in ("warm_start", "warm_start_min", "warm_start_steps"):
+        record.setdefault(key, {})
     base = TrainConfig(
         env=args.env,
         env_kwargs=json.loads(args.env_kwargs),
@@ -425,13 +477,30 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, Any]]:
         progress=args.progress,
     )
     done = {(r["arm"], r["seed"]) for r in record["runs"]}
+    warm: dict[str, str] = {}  # team -> warm-start run dir, made when its first arm runs
+    check: set[str] = set()  # the teams whose warm start was trained again, not yet checked
     for seed in args.seeds:
         for name in args.arms:
             if (name, seed) in done:
                 print(f"{name} seed {seed}: done (in {results}), skipped")
                 continue
-            init = warm[ARMS[name][1]][0]
-            record["runs"].append(run_arm(name, seed, base, record["initial"], args, init))
+            team = ARMS[name][1]
+            if team not in warm:
+                if args.init:
+                    warm[team], minutes, steps = args.init, init_minutes(args), None
+                else:
+                    steps = record["warm_start_steps"].get(team)
+                    if steps is not None and not (out / f"warm_start-{team}" / "config.json").is_file():
+                        check.add(team)
+                    warm[team], minutes, steps = warm_start(args, out, team, steps)
+                    minutes = record["warm_start_min"].get(team, minutes) if team in check else minutes
+                record["warm_start"][team] = warm[team]
+                record["warm_start_min"][team] = minutes
+                record["warm_start_steps"][team] = steps
+            cell = run_arm(name, seed, base, record["initial"], args, warm[team], check_warm=team in check)
+            if cell.get("warm_start_check", {}).get("same"):
+                check.discard(team)
+            record["runs"].append(cell)
             _write_json(results, record)  # a finished cell is never run again
     runs = [r for r in record["runs"] if r["arm"] in args.arms and r["seed"] in args.seeds]
     summary = summarise(runs, {name: ARMS[name][1] for name in ARMS}, args.eval_every_minutes or 0.0)
