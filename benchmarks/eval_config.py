@@ -19,8 +19,9 @@ from trainers.config import ConfigError
 from trainers.config_fields import (
     OutputFields,
     ReplyFields,
-    check_max_cycles,
-    check_role_values,
+    SamplingFields,
+    TeamFields,
+    check_env_kwargs,
     parse_role_policies,
 )
 
@@ -31,7 +32,7 @@ BASELINES = ("random", "oracle", "single", "mas")
 
 
 @dataclass(frozen=True)
-class EvalConfig(OutputFields, ReplyFields, BackendConfig):
+class EvalConfig(OutputFields, SamplingFields, ReplyFields, TeamFields, BackendConfig):
     """One evaluation: teams (rows) x envs (columns) x seeds (``python -m benchmarks.evaluate --help``);
     the backend fields of model policies come from ``trainers.backends.BackendConfig``, the reply
     and output fields it shares with training from ``trainers.config_fields``."""
@@ -54,9 +55,6 @@ class EvalConfig(OutputFields, ReplyFields, BackendConfig):
     number."""
 
     # --- team ---
-    team: str = "mas"
-    """Team variant of the main row: 'mas' (one role per agent), 'single' (one solver role) or 'tool'
-    (planning envs: a tool agent's program, a plan agent's moves); an env without it is n/a."""
     model: str = DEFAULT_MODEL
     """The 'model' policy: a built-in name, a local HF dir, a hub id, or a training run / checkpoint dir."""
     adapters: str | None = None
@@ -85,11 +83,6 @@ class EvalConfig(OutputFields, ReplyFields, BackendConfig):
     """Play exactly these test-split task seeds under every seed instead of the seed's block."""
     temperature: float | None = None
     """Sampling temperature (None: 0 = greedy for --samples 1, else the env preset's)."""
-    top_p: float = 1.0
-    """Nucleus sampling threshold."""
-    role_temperature: dict = field(default_factory=dict)
-    """Per-role temperature, given as --temperature ROLE=T (repeatable); roles not named use
-    --temperature."""
 
     # --- output ---
     output_dir: str = "runs/eval"
@@ -143,9 +136,6 @@ def _validate(config: EvalConfig) -> None:
             f"samples={config.samples} with temperature=0 would play {config.samples} identical greedy "
             "episodes per task; pass --temperature 0.7 (or --samples 1)"
         )
-    if not 0 < config.top_p <= 1:
-        raise ConfigError(f"top_p={config.top_p} must be in (0, 1]; pass e.g. --top-p 1.0")
-    check_role_values(config.role_temperature, "temperature", float, "1.5")
     if config.transcripts < 0:
         raise ConfigError(f"transcripts={config.transcripts} must be >= 0")
     unknown = sorted(set(config.baselines) - set(BASELINES))
@@ -160,13 +150,8 @@ def _validate(config: EvalConfig) -> None:
         raise ConfigError(f"ladder: {bad} are not ladder opponents; choose from {list(LADDER_OPPONENTS)}")
     if len(set(config.ladder)) != len(config.ladder):
         raise ConfigError(f"ladder: each opponent may be named once, got {list(config.ladder)}")
-    for reserved in ("split", "team", "difficulty"):
-        if reserved in config.env_kwargs:
-            fix = {
-                "split": "evaluation always uses 'test'",
-                "team": "use --team",
-                "difficulty": "use --difficulty",
-            }
-            raise ConfigError(f"env_kwargs may not set {reserved!r}; {fix[reserved]}")
-    check_max_cycles(config.env_kwargs)
+    check_env_kwargs(
+        config.env_kwargs,
+        {"split": "evaluation always uses 'test'", "team": "use --team", "difficulty": "use --difficulty"},
+    )
     check_model_backend(config.backend, config.model)

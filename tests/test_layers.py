@@ -121,3 +121,12 @@ def test_run_files_never_import_the_runtimes_the_logger_or_the_report(graph):
     assert wrong == [], f"run files must stay below the report and the logger: {wrong}"
     report = [n for n in graph if _within(n, "trainers.run.report")]
     assert [(a, b) for a in report for b in graph.successors(a) if b in top] == []
+
+
+def test_runtimes_may_use_run_files_never_the_reverse(graph):
+    """The runtimes save checkpoints through trainers.run; nothing under trainers.run, the
+    logger and the lifecycle included, reaches back into a runtime."""
+    run = [n for n in graph if _within(n, "trainers.run")]
+    assert "trainers.run.lifecycle" in run and "trainers.run.log" in run
+    wrong = [(a, b) for a in run for b in graph.successors(a) if _within(b, "trainers.runtime")]
+    assert wrong == [], f"trainers.run importing a runtime: {wrong}"

@@ -1,7 +1,8 @@
 """teamgym's trainers: the algorithm flat at the top, the plumbing in two sub-packages.
 
 The core (flat modules): the commands (``at_grpo`` and its aliases ``gigpo`` / ``matpo``,
-``sft``), their configs (``config``, ``sft_config``, ``cli``, ``backends``, ``errors``), and the
+``sft``), their configs (``config``, ``sft_config``, built from the shared field groups of
+``config_fields``; ``cli``, ``backends``, ``errors``), and the
 algorithm they run: ``rollout`` (tree and plain sampling) -> ``records`` -> ``grouping`` +
 ``advantages`` (the estimators) -> ``losses`` + ``prefix`` -> ``learner`` (``supervised`` for the
 warm start's NLL, ``demonstrations`` for its replies), with ``evaluation``, ``teams``,
@@ -19,6 +20,7 @@ break or on any import cycle): the core never imports ``trainers.run`` or
 ``trainers.runtime``; only the commands (``at_grpo``, ``sft``, ``gigpo``, ``matpo``) use
 them. ``trainers.runtime`` may use ``trainers.run`` (checkpoints), never the reverse. Inside
 ``trainers.run``, the files and stores never import the report; the report reads them; the
-logger (``log.py``) sits on top and refreshes the report. Across packages: envs <- agents <-
-trainers <- benchmarks (a package imports only those to its left).
+logger (``log.py``) and the run lifecycle (``lifecycle.py``) sit on top and refresh the report.
+Across packages: envs <- agents <- trainers <- benchmarks (a package imports only those to
+its left).
 """

@@ -27,6 +27,8 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from agents.base import Policy
+from agents.models import DEFAULT_MODEL, model_unavailable
+from agents.threads import configure_threads
 from trainers.config_fields import DeviceFields
 from trainers.errors import ConfigError
 
@@ -100,8 +102,6 @@ def apply_thread_policy(requested: int | None, say: Callable[[str], None]) -> in
     Raises:
         ConfigError: ``$TEAMGYM_THREADS`` is not a positive integer.
     """
-    from agents.threads import configure_threads
-
     try:
         choice = configure_threads(requested)
     except ValueError as err:
@@ -191,8 +191,6 @@ def check_model_available(backend: str, model: str, option: str = "--model") -> 
     """
     if backend not in _AGENTS_MODEL_NAMES:
         return
-    from agents.models import DEFAULT_MODEL, model_unavailable
-
     problem = model_unavailable(model)
     if problem is not None:
         raise ConfigError(

@@ -36,8 +36,9 @@ from trainers.config_fields import (
     ModelFields,
     OutputFields,
     ReplyFields,
+    SamplingFields,
+    TeamFields,
     check_at_least,
-    check_role_values,
     parse_role_policies,
 )
 from trainers.errors import ConfigError
@@ -119,16 +120,21 @@ def env_preset(env_id: str) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class TrainConfig(
-    CheckpointFields, OutputFields, HeldOutFields, ReplyFields, ModelFields, EnvFields, BackendConfig
+    CheckpointFields,
+    OutputFields,
+    HeldOutFields,
+    SamplingFields,
+    ReplyFields,
+    ModelFields,
+    TeamFields,
+    EnvFields,
+    BackendConfig,
 ):
     """Everything one training run needs (``python -m trainers.at_grpo --help``); the backend
     fields (``--backend``, ``--device``, ``--vllm-*``) come from ``trainers.backends.BackendConfig``,
     those the warm start and the evaluation share from ``trainers.config_fields``."""
 
     # --- env ---
-    team: str = "mas"
-    """Team variant (the env's TEAMS): 'mas' (one role per agent, e.g. planner + executor), 'single' (one
-    role does all), or 'tool' (planning envs: a tool agent writes a solver program, a plan agent moves)."""
     roles: tuple[str, ...] = ()
     """Roles a scripted policy plays instead of the trained model, ROLE=POLICY with POLICY in oracle,
     heuristic, random; e.g. second=random trains the first seat of a game against a fixed opponent."""
@@ -185,12 +191,6 @@ class TrainConfig(
     """Training tasks (seeded env instances) per step (None: the env preset's)."""
     temperature: float | None = None
     """Sampling temperature of training rollouts, > 0, the loss uses the same one (None: the env preset's)."""
-    top_p: float = 1.0
-    """Nucleus sampling threshold of training rollouts."""
-    role_temperature: dict = field(default_factory=dict)
-    """Per-role sampling temperature of training rollouts, given as --temperature ROLE=T (repeatable),
-    e.g. --temperature executor=1.5 so that an executor's K candidates differ; the loss evaluates each
-    role's samples under its own. Roles not named use --temperature."""
     selection: Literal["greedy", "softmax"] = "greedy"
     """Tree rollouts: which candidate continues the episode (best reward, or sampled by softmax)."""
 
@@ -289,7 +289,7 @@ class TrainConfig(
     def learner_config(self) -> LearnerConfig:
         """The learner's settings (a resolved config: ``lr``, ``temperature`` and
         ``shared_prefix`` filled in)."""
-        from trainers.learner import LearnerConfig
+        from trainers.learner import LearnerConfig  # brings torch: --help and --print-config stay without it
 
         if self.shared_prefix is None:
             raise ValueError("learner_config() needs a resolved config (trainers.config.resolve_config)")
@@ -383,9 +383,6 @@ def _validate(config: TrainConfig) -> None:
             f"temperature={config.temperature} must be > 0: training samples must come from a distribution "
             "the loss can evaluate; pass e.g. --temperature 1.0 (use --eval-temperature 0 for greedy evals)"
         )
-    check_role_values(config.role_temperature, "temperature", float, "1.5")
-    if not 0 < config.top_p <= 1:
-        raise ConfigError(f"top_p={config.top_p} must be in (0, 1]; pass e.g. --top-p 1.0")
     if config.eval_temperature < 0:
         raise ConfigError(f"eval_temperature={config.eval_temperature} must be >= 0 (0 is greedy)")
     if config.lr is not None and config.lr <= 0:

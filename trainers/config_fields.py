@@ -11,9 +11,11 @@ group               fields                                          used by
                                                                     ``BackendConfig`` for
                                                                     training, evaluation)
 ``EnvFields``       env, env_kwargs                                 training, warm start
+``TeamFields``      team                                            training, evaluation
 ``ModelFields``     model, lora, lora_rank, lora_alpha,              training, warm start
                     response_prefix
 ``ReplyFields``     max_new_tokens, role_max_new_tokens, stop       all three
+``SamplingFields``  top_p, role_temperature                         training, evaluation
 ``HeldOutFields``   eval_tasks, eval_split, test_tasks, transcripts  training, warm start
 ``OutputFields``    output_dir, run_name, plots, progress           all three
 ``CheckpointFields`` checkpoint_every, keep_checkpoints,            training, warm start
@@ -39,12 +41,15 @@ from trainers.errors import ConfigError
 __all__ = [
     "DeviceFields",
     "EnvFields",
+    "TeamFields",
     "ModelFields",
     "ReplyFields",
+    "SamplingFields",
     "HeldOutFields",
     "OutputFields",
     "CheckpointFields",
     "check_at_least",
+    "check_env_kwargs",
     "check_max_cycles",
     "check_role_values",
     "parse_role_policies",
@@ -107,6 +112,22 @@ def check_max_cycles(env_kwargs: Mapping[str, Any]) -> None:
         )
 
 
+def check_env_kwargs(env_kwargs: Any, reserved: Mapping[str, str]) -> None:
+    """Refuse ``--env-kwargs`` that is not a JSON object, or that sets a key a command owns
+    (``reserved``: key -> the fix), then check its ``max_cycles``.
+
+    Raises:
+        ConfigError: Naming the key and the flag to use instead.
+    """
+    if not isinstance(env_kwargs, Mapping):
+        example = '--env-kwargs \'{"difficulty": "easy"}\''
+        raise ConfigError(f"env_kwargs must be a JSON object, e.g. {example}")
+    for key, fix in reserved.items():
+        if key in env_kwargs:
+            raise ConfigError(f"env_kwargs may not set {key!r}: {fix}")
+    check_max_cycles(env_kwargs)
+
+
 class _Checked:
     """Runs every group's checks: each ``__post_init__`` calls the next one in the MRO."""
 
@@ -142,16 +163,22 @@ class EnvFields(_Checked):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if not isinstance(self.env_kwargs, Mapping):
-            example = '--env-kwargs \'{"difficulty": "easy"}\''
-            raise ConfigError(f"env_kwargs must be a JSON object, e.g. {example}")
-        for reserved, fix in (
-            ("team", "pass the team variant with --team (the warm start: --teams)"),
-            ("split", "training plays train seeds, evaluations the validation slice and the test block"),
-        ):
-            if reserved in self.env_kwargs:
-                raise ConfigError(f"env_kwargs may not set {reserved!r}: {fix}")
-        check_max_cycles(self.env_kwargs)
+        check_env_kwargs(
+            self.env_kwargs,
+            {
+                "team": "pass the team variant with --team (the warm start: --teams)",
+                "split": "training plays train seeds, evaluations the validation slice and the test block",
+            },
+        )
+
+
+@dataclass(frozen=True)
+class TeamFields(_Checked):
+    # --- env ---
+    team: str = "mas"
+    """Team variant (the env's TEAMS): 'mas' (one role per agent, e.g. planner + executor), 'single' (one
+    role does all), or 'tool' (planning envs: a tool agent writes a solver program, a plan agent moves).
+    An evaluation plays it in its main row (n/a for an env without it)."""
 
 
 @dataclass(frozen=True)
@@ -190,6 +217,23 @@ class ReplyFields(_Checked):
         super().__post_init__()
         check_at_least(self, "max_new_tokens")
         check_role_values(self.role_max_new_tokens, "max_new_tokens", int, "320")
+
+
+@dataclass(frozen=True)
+class SamplingFields(_Checked):
+    # --- sampling ---
+    top_p: float = 1.0
+    """Nucleus sampling threshold."""
+    role_temperature: dict = field(default_factory=dict)
+    """Per-role sampling temperature, given as --temperature ROLE=T (repeatable), e.g. --temperature
+    executor=1.5 so that an executor's K candidates differ (training: the loss evaluates each role's
+    samples under its own). Roles not named use --temperature."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not 0 < self.top_p <= 1:
+            raise ConfigError(f"top_p={self.top_p} must be in (0, 1]; pass e.g. --top-p 1.0")
+        check_role_values(self.role_temperature, "temperature", float, "1.5")
 
 
 @dataclass(frozen=True)

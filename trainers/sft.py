@@ -51,6 +51,7 @@ from trainers.cli import config_to_dict, parse_overrides
 from trainers.clock import TrainingClock, bar_total
 from trainers.config import ConfigError, check_role_names
 from trainers.demonstrations import oracle_demonstrations, replayed_demonstrations
+from trainers.errors import run_command
 from trainers.evaluation import evaluate, held_out_line
 from trainers.progress import RunProgress
 from trainers.records import RecordedEpisode, TaskKey, Turn
@@ -67,6 +68,7 @@ from trainers.teams import build_team
 __all__ = ["SFTSummary", "train_sft", "main", "batch_indices", "lr_factor", "team_variants"]
 
 COMMAND = "trainers.sft"  # the module a resumed warm start is continued with
+PROG = f"python -m {COMMAND}"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -466,28 +468,30 @@ def format_sft_summary(summary: SFTSummary, config: SFTConfig) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Command-line entry point: 0, or 130 when interrupted. A configuration mistake exits with
+    status 2 and one line on stderr (``--debug`` or ``TEAMGYM_DEBUG=1``: its traceback
+    instead), as ``trainers.at_grpo`` does."""
+    return run_command(PROG, argv, _main)
+
+
+def _main(argv: list[str]) -> int:
     overrides = parse_overrides(
         SFTConfig,
         argv,
-        prog="python -m trainers.sft",
+        prog=PROG,
         description=(__doc__ or "").split("\n\n")[0],
         epilog="Defaults shown are those of this command line: a field left unset takes the env's training\n"
         "preset (its TRAINING, envs.TrainingPreset), so --env sokoban --help shows sokoban's.",
         resolve=_resolved_fields,
         choices={"env": envs.registered_names()},
+        debug_option=True,
     )
+    resume = overrides.get("resume")
+    config = load_sft_config(resume, overrides) if resume else SFTConfig(**overrides)
     try:
-        config = (
-            load_sft_config(overrides["resume"], overrides)
-            if overrides.get("resume")
-            else SFTConfig(**overrides)
-        )
         summary = train_sft(config)
-    except ConfigError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
     except KeyboardInterrupt:
-        return 130
+        return 130  # train_sft printed how to resume
     print(format_sft_summary(summary, config))
     return 0
 

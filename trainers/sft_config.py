@@ -185,18 +185,6 @@ def is_sft_config(data: Mapping[str, Any]) -> bool:
 def as_train_config(config: SFTConfig) -> TrainConfig:
     """The ``TrainConfig`` of the team a warm start trained (its first team variant), so
     evaluation and ``load_trained_team`` rebuild it the way they rebuild a training run's."""
-    return TrainConfig(
-        env=config.env,
-        env_kwargs=dict(config.env_kwargs),
-        team=config.team,
-        policy=config.policy,
-        model=config.model,
-        lora=config.lora,
-        lora_rank=config.lora_rank,
-        lora_alpha=config.lora_alpha,
-        response_prefix=config.response_prefix,
-        device=config.device,
-        stop=config.stop,
-        max_new_tokens=config.max_new_tokens,
-        seed=config.seed,
-    )
+    shared = (EnvFields, ModelFields, ReplyFields, DeviceFields)  # the groups both configs are built from
+    values = {f.name: getattr(config, f.name) for group in shared for f in dataclasses.fields(group)}
+    return TrainConfig(**values, team=config.team, policy=config.policy, seed=config.seed)

@@ -269,8 +269,12 @@ def test_config_errors_name_the_fix(tmp_path, capsys):
         SFTConfig(teams=("mas", "single"), policy="per_role")
     with pytest.raises(ConfigError, match="batch_size=0"):
         SFTConfig(batch_size=0)
-    assert main(["--env", ONE_TOKEN_ID, "--env-kwargs", '{"team": "single"}']) == 2
-    assert "may not set 'team'" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exit_info:  # one line naming the command, as trainers.at_grpo
+        main(["--env", ONE_TOKEN_ID, "--env-kwargs", '{"team": "single"}'])
+    assert exit_info.value.code == 2
+    assert "python -m trainers.sft: error: env_kwargs may not set 'team'" in capsys.readouterr().err
+    with pytest.raises(ConfigError, match="may not set 'team'"):  # --debug: the error itself
+        main(["--env", ONE_TOKEN_ID, "--env-kwargs", '{"team": "single"}', "--debug"])
     with pytest.raises(ConfigError, match="role_max_new_tokens"):
         SFTConfig(role_max_new_tokens={"tool": 0})
 

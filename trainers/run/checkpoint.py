@@ -53,6 +53,8 @@ from typing import Any
 
 import numpy as np
 import torch
+from safetensors import safe_open
+from safetensors.torch import load_file, save_file
 
 from trainers.errors import ConfigError
 
@@ -177,7 +179,6 @@ def _decode(value: Any, tensors: Mapping[str, torch.Tensor]) -> Any:
 
 def _write_tree(directory: Path, stem: str, tree: Any) -> None:
     """``tree`` as ``<stem>.safetensors`` (its tensors) and ``<stem>.json`` (everything else)."""
-    from safetensors.torch import save_file
 
     tensors: dict[str, torch.Tensor] = {}
     plain = _encode(tree, "", tensors)
@@ -194,7 +195,6 @@ def _load_part(path: Path, load: Callable[[Path], Any]) -> Any:
 
 
 def _read_tree(directory: Path, stem: str) -> Any:
-    from safetensors.torch import load_file
 
     tensors = _load_part(directory / f"{stem}.safetensors", lambda p: load_file(str(p)))
     plain = _load_part(directory / f"{stem}.json", lambda p: json.loads(p.read_text()))
@@ -296,7 +296,6 @@ def save_checkpoint(
         TypeError: An optimiser state entry is neither a tensor nor plain data (it would
             need pickle).
     """
-    from safetensors.torch import save_file
 
     run_dir = Path(run_dir)
     final = _checkpoint_dir(run_dir, step)
@@ -368,7 +367,6 @@ def _read_state(path: Path) -> dict[str, Any]:
 
 def _check_legacy(path: Path) -> None:
     """An old-format checkpoint's weights and step are readable (its pickles stay unopened)."""
-    from safetensors import safe_open
 
     def header(file: Path) -> None:
         with safe_open(str(file), "pt") as weights:  # checks the header covers the whole file
@@ -498,7 +496,6 @@ def _read(path: Path) -> _Contents:
     Raises:
         CheckpointError: Anything that keeps it from loading; the message names the file.
     """
-    from safetensors.torch import load_file
 
     _verify_manifest(path)
     state = _read_state(path)
@@ -535,7 +532,6 @@ def load_weights(path: str | Path, learner: Any) -> None:
         ValueError: The checkpoint does not match the learner (other units or parameters);
             the message names what differs.
     """
-    from safetensors.torch import load_file
 
     path = Path(path)
     _copy_weights(load_file(str(path / _WEIGHTS)), learner, path)
@@ -575,7 +571,6 @@ def load_initial_weights(path: str | Path, learner: Any, *, model: str) -> Path:
         ValueError: Another base model, LoRA against full weights, another LoRA rank, or a
             layout with no weights for one of the new run's units; the message names the fix.
     """
-    from safetensors.torch import load_file
 
     checkpoint = init_checkpoint(path, model=model)
     by_unit: dict[str, dict[str, torch.Tensor]] = {}

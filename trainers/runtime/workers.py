@@ -50,7 +50,6 @@ __all__ = [
     "RemotePolicy",
     "weights_checksum",
     "call",
-    "seed_everything",
 ]
 
 
