@@ -1,6 +1,8 @@
-"""One learner step on a recorded AT-GRPO batch, shared-prefix forward on vs off, in one run.
+"""One learner step on a recorded AT-GRPO batch, shared-prefix forward on vs off, and at each
+micro-batch token budget, in one run.
 
     python -m benchmarks.learner                      # default model, ~3-5 min on 2 cores
+    python -m benchmarks.learner --envs tictactoe --micro-batch-tokens 1024 512 256
     python -m benchmarks.learner --model tiny-test --k 2 --max-new-tokens 4   # smoke run
 
 1. Record a batch: ``tree_rollout`` of the model on the smallest preset of each ``--envs``
@@ -8,9 +10,12 @@
 2. Run one ``Learner.step`` on that same batch twice, each in a fresh subprocess (so peak
    memory is measured cleanly): ``shared_prefix=False`` (K forwards over prompt + response)
    and ``shared_prefix=True`` (one prompt forward per group). Same weights, same batch.
+   With several ``--micro-batch-tokens`` (the learner's token budget per forward/backward:
+   what its activations scale with), both steps run at each budget, the first the baseline.
 3. Print seconds, tokens/s (sum over samples of prompt + response tokens, divided by the
    step time), the step's peak memory above the loaded model, the speed-up, and the bound
-   K(P+R)/(P+K*R) computed from the batch's actual mean lengths.
+   K(P+R)/(P+K*R) computed from the batch's actual mean lengths; with several budgets, each
+   one's time and peak memory as a ratio of the first's.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks.tables import print_table
+from trainers.learner import LearnerConfig
 
 
 def record_batch(model: str, env_ids: list[str], tasks: int, k: int, max_new_tokens: int):
@@ -42,7 +48,11 @@ def record_batch(model: str, env_ids: list[str], tasks: int, k: int, max_new_tok
     policy = HFPolicy(model)
     samples = []
     for env_id in env_ids:
-        env = envs.make(env_id, difficulty="easy")
+        # the smallest preset where the env has presets (games and the ALFWorld/code tasks do not)
+        preset = (
+            {"difficulty": "easy"} if "easy" in getattr(type(envs.make(env_id)), "DIFFICULTIES", ()) else {}
+        )
+        env = envs.make(env_id, **preset)
         team = Team.shared(env, policy)
         keys = [TaskKey(env_id, "train", seed) for seed in range(tasks)]
         sampling = SamplingParams(temperature=1.0, max_new_tokens=max_new_tokens, seed=0)
@@ -51,7 +61,7 @@ def record_batch(model: str, env_ids: list[str], tasks: int, k: int, max_new_tok
             team,
             num_candidates=k,
             sampling=sampling,
-            env_kwargs={"difficulty": "easy", "max_cycles": 1},
+            env_kwargs={**preset, "max_cycles": 1},
         )
         samples.extend(batch.samples)
     return samples
@@ -83,7 +93,7 @@ def read_batch(path: Path) -> list:
     ]
 
 
-def child(batch_path: str, model: str, shared_prefix: bool) -> dict:
+def child(batch_path: str, model: str, shared_prefix: bool, micro_batch_tokens: int) -> dict:
     """One learner step (in a fresh process, after a warm-up step on CUDA); prints its
     measurements as JSON."""
     import torch
@@ -100,7 +110,7 @@ def child(batch_path: str, model: str, shared_prefix: bool) -> dict:
     team = Team.shared(envs.make(samples[0].task.env_id), policy)
     rng = np.random.default_rng(0)  # fixed non-zero advantages: every sample is trained
     result = AdvantageResult(rng.normal(size=len(samples)) + 0.1, np.ones(len(samples)), {})
-    config = LearnerConfig(lr=1e-6, shared_prefix=shared_prefix)  # default token budget
+    config = LearnerConfig(lr=1e-6, shared_prefix=shared_prefix, micro_batch_tokens=micro_batch_tokens)
     learner = Learner(team, config)
     cuda = policy.device.type == "cuda"
     if cuda:
@@ -146,11 +156,21 @@ def main(argv: list[str] | None = None) -> list[dict]:
     parser.add_argument("--tasks", type=int, default=1, help="tasks per env")
     parser.add_argument("--k", type=int, default=8, help="candidates per (task, turn, agent)")
     parser.add_argument("--max-new-tokens", type=int, default=40)
+    parser.add_argument(
+        "--micro-batch-tokens",
+        type=int,
+        nargs="+",
+        default=[LearnerConfig.micro_batch_tokens],
+        help="learner token budgets per forward/backward to compare (the first is the baseline)",
+    )
     parser.add_argument("--child", choices=["on", "off"], help=argparse.SUPPRESS)
     parser.add_argument("--batch", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if min(args.micro_batch_tokens) < 1:
+        parser.error("--micro-batch-tokens must be >= 1")
     if args.child:
-        print(json.dumps(child(args.batch, args.model, args.child == "on")))
+        budget = args.micro_batch_tokens[0]
+        print(json.dumps(child(args.batch, args.model, args.child == "on", budget)))
         return []
 
     samples = record_batch(args.model, args.envs.split(","), args.tasks, args.k, args.max_new_tokens)
@@ -158,27 +178,48 @@ def main(argv: list[str] | None = None) -> list[dict]:
         batch_path = Path(tmp) / "batch.json"
         write_batch(batch_path, samples)
         runs = {}
-        for mode in ("off", "on"):
-            cmd = [sys.executable, "-m", "benchmarks.learner", "--child", mode, "--batch", str(batch_path)]
-            out = subprocess.run(cmd + ["--model", args.model], check=True, capture_output=True, text=True)
-            runs[mode] = json.loads(out.stdout.strip().splitlines()[-1])
+        for budget in args.micro_batch_tokens:
+            for mode in ("off", "on"):
+                cmd = [
+                    sys.executable,
+                    "-m",
+                    "benchmarks.learner",
+                    "--child",
+                    mode,
+                    "--batch",
+                    str(batch_path),
+                ]
+                cmd += ["--model", args.model, "--micro-batch-tokens", str(budget)]
+                out = subprocess.run(cmd, check=True, capture_output=True, text=True)
+                runs[mode, budget] = json.loads(out.stdout.strip().splitlines()[-1])
 
     prompt_mean = float(np.mean([len(s.prompt_token_ids) for s in samples]))
     response_mean = float(np.mean([len(s.token_ids) for s in samples]))
     tokens = sum(len(s.prompt_token_ids) + len(s.token_ids) for s in samples)
     k = args.k
     bound = k * (prompt_mean + response_mean) / (prompt_mean + k * response_mean)
+    budgets = args.micro_batch_tokens
+    base = budgets[0]
     rows = []
-    for mode, label in (("off", "plain (K forwards)"), ("on", "shared prefix")):
-        run = runs[mode]
-        rows.append({"setting": label, **run, "tokens_per_s": tokens / run["seconds"]})
-    speedup = runs["off"]["seconds"] / runs["on"]["seconds"]
+    for budget in budgets:
+        for mode, label in (("off", "plain (K forwards)"), ("on", "shared prefix")):
+            run = runs[mode, budget]
+            setting = label if len(budgets) == 1 else f"{label}, {budget} tokens"
+            rows.append(
+                {
+                    "setting": setting,
+                    "micro_batch_tokens": budget,
+                    **run,
+                    "tokens_per_s": tokens / run["seconds"],
+                }
+            )
+    speedup = runs["off", base]["seconds"] / runs["on", base]["seconds"]
     print(
-        f"Learner step, model={args.model}, device={runs['off']['device']}, envs={args.envs} (easy), "
+        f"Learner step, model={args.model}, device={runs['off', base]['device']}, envs={args.envs} (easy), "
         f"{len(samples)} samples in groups of K={k}; mean prompt P={prompt_mean:.0f}, "
         f"mean response R={response_mean:.1f} tokens\n"
     )
-    gpu = runs["off"]["peak_gpu_extra_mb"] is not None
+    gpu = runs["off", base]["peak_gpu_extra_mb"] is not None
     print_table(
         ["setting", "seconds", "tokens/s", "token-forwards", "peak extra MB"]
         + (["peak extra GPU MB"] if gpu else []),
@@ -190,7 +231,17 @@ def main(argv: list[str] | None = None) -> list[dict]:
         ],
     )
     print(f"\nspeed-up (plain time / shared time): {speedup:.2f}x   bound K(P+R)/(P+K*R): {bound:.2f}x")
-    print(f"losses (must agree): plain {runs['off']['loss']:.6f}, shared {runs['on']['loss']:.6f}")
+    print(
+        f"losses (must agree): plain {runs['off', base]['loss']:.6f}, shared {runs['on', base]['loss']:.6f}"
+    )
+    for budget in budgets[1:]:
+        for mode, label in (("off", "plain"), ("on", "shared prefix")):
+            now, was = runs[mode, budget], runs[mode, base]
+            memory = now["peak_extra_mb"] / was["peak_extra_mb"] if was["peak_extra_mb"] else float("nan")
+            print(
+                f"{label}, {budget} vs {base} tokens: time {now['seconds'] / was['seconds']:.2f}x, "
+                f"peak extra memory {memory:.2f}x, loss {now['loss']:.6f} (was {was['loss']:.6f})"
+            )
     return [
         *rows,
         {"speedup": speedup, "bound": bound, "prompt_mean": prompt_mean, "response_mean": response_mean},

@@ -14,14 +14,20 @@ from benchmarks import learner
 @pytest.mark.slow
 def test_smoke_run_on_tiny_model(capsys):
     rows = learner.main(
-        ["--model", "tiny-test", "--k", "2", "--max-new-tokens", "4", "--envs", "plan_path-v0"]
+        ["--model", "tiny-test", "--k", "2", "--max-new-tokens", "4", "--envs", "plan_path-v0,tictactoe"]
+        + ["--micro-batch-tokens", "1024", "32"]
     )
-    plain, shared, summary = rows
+    plain, shared, small_plain, small_shared, summary = rows
     assert plain["loss"] == pytest.approx(shared["loss"], abs=1e-5)
     assert shared["prefix_groups"] > 0 and plain["prefix_groups"] == 0
     assert shared["token_forwards"] < plain["token_forwards"]
     assert summary["bound"] > 1
-    assert "bound K(P+R)/(P+K*R)" in capsys.readouterr().out
+    # a smaller token budget splits the step into more micro-batches, same loss
+    assert [r["micro_batch_tokens"] for r in rows[:4]] == [1024, 1024, 32, 32]
+    assert small_plain["loss"] == pytest.approx(plain["loss"], abs=1e-5)
+    assert small_shared["loss"] == pytest.approx(shared["loss"], abs=1e-5)
+    out = capsys.readouterr().out
+    assert "bound K(P+R)/(P+K*R)" in out and "plain, 32 vs 1024 tokens: time" in out
 
 
 def test_the_batch_file_round_trips_the_turns_as_plain_json(tmp_path):
