@@ -4,9 +4,9 @@ The core (flat modules): the commands (``at_grpo`` and its aliases ``gigpo`` / `
 ``sft``), their configs (``config``, ``sft_config``, built from the shared field groups of
 ``config_fields``; ``cli``, ``backends``, ``errors``), and the
 algorithm they run: ``rollout`` (tree and plain sampling) -> ``records`` -> ``grouping`` +
-``advantages`` (the estimators) -> ``losses`` + ``prefix`` -> ``learner`` (``supervised`` for the
-warm start's NLL, ``demonstrations`` for its replies), with ``evaluation``, ``teams``,
-``clock``, ``progress`` and ``seeding`` beside them.
+``advantages`` (the estimators) -> ``losses`` + ``prefix`` + ``activations`` -> ``learner``
+(``supervised`` for the warm start's NLL, ``demonstrations`` for its replies), with
+``evaluation``, ``teams``, ``clock``, ``progress`` and ``seeding`` beside them.
 
 The sub-packages:
 

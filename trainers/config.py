@@ -242,6 +242,10 @@ class TrainConfig(
     micro_batch_tokens: int = 1024
     """Token budget of one forward/backward: peak memory grows with it (lower it if the update runs
     out of memory; raise it on a GPU, where larger batches are faster)."""
+    recompute_long: bool = True
+    """A sequence longer than --micro-batch-tokens (a long prompt cannot be split) recomputes its
+    activations in the backward pass (gradient checkpointing): the update's memory stays near the
+    budget's, at about a third more compute for that sequence."""
     shared_prefix: bool | None = None
     """Encode each group's shared prompt once in the update (same gradients, fewer token-forwards,
     less memory; trainers/prefix.py); off: plain padded forwards. None: on when training on the
@@ -307,6 +311,7 @@ class TrainConfig(
             kl_coef=self.kl_coef,
             entropy_coef=self.entropy_coef,
             micro_batch_tokens=self.micro_batch_tokens,
+            recompute_long=self.recompute_long,
             shared_prefix=self.shared_prefix,
             dynamic_sampling=self.dynamic_sampling,
             old_logprobs=self.old_logprobs,

@@ -55,6 +55,7 @@ import torch
 from agents.base import ServedPolicy
 from agents.hf import HFPolicy
 from agents.team import Team
+from trainers.activations import recomputed_activations
 from trainers.advantages import AdvantageResult
 from trainers.losses import DEFAULT_LOSS_PRESETS, policy_loss, token_entropy, token_logprobs
 from trainers.prefix import prefix_cost, shared_prefix_logits
@@ -88,6 +89,9 @@ class LearnerConfig:
             padded micro-batch, P + K x longest response for a shared-prefix group. Peak memory
             grows with it (the activations kept for the backward pass); on CPU a larger budget
             buys no speed, so the default is small. Raise it on a GPU.
+        recompute_long: A padded micro-batch over the budget (one sequence longer than it)
+            recomputes its activations in the backward pass (``trainers.activations``), so
+            the peak stays near the budget's at about a third more compute for that sequence.
         shared_prefix: Encode each group's shared prompt once (``trainers.prefix``): same
             logprobs and gradients, far fewer token-forwards. Off: plain padded forwards.
         dynamic_sampling: Drop zero-advantage samples before the update (``None``: on for the
@@ -115,6 +119,7 @@ class LearnerConfig:
     kl_coef: float = 0.0
     entropy_coef: float = 0.0
     micro_batch_tokens: int = 1024
+    recompute_long: bool = True
     shared_prefix: bool = True
     dynamic_sampling: bool | None = None
     old_logprobs: str = "auto"
@@ -392,18 +397,26 @@ class Learner:
         if batch.shared_prompt is not None:
             return shared_prefix_logits(model, batch.shared_prompt, batch.response_ids)
         longest = batch.response_ids.shape[1]
-        logits = model(
-            input_ids=batch.input_ids,
-            attention_mask=batch.attention_mask,
-            position_ids=batch.position_ids,
-            logits_to_keep=longest + 1,
-        ).logits[:, :-1, :]  # (B, R, V): the last column predicts nothing we sampled
+        with recomputed_activations(model, enabled=model.training and self._recomputes(batch)):
+            logits = model(
+                input_ids=batch.input_ids,
+                attention_mask=batch.attention_mask,
+                position_ids=batch.position_ids,
+                logits_to_keep=longest + 1,
+                use_cache=False,
+            ).logits[:, :-1, :]  # (B, R, V): the last column predicts nothing we sampled
         lengths = batch.response_mask.sum(-1)
         # Shift each row so its response starts at column 0: row b's predictions occupy the
         # last R_b of the R kept columns.
         columns = torch.arange(longest, device=logits.device).unsqueeze(0) + (longest - lengths).unsqueeze(1)
         columns = columns.clamp(max=longest - 1)
         return logits.gather(1, columns.unsqueeze(-1).expand(-1, -1, logits.shape[-1]))
+
+    def _recomputes(self, batch: _MicroBatch) -> bool:
+        """Whether the update's forward of ``batch`` recomputes its activations: a padded
+        micro-batch over the token budget (a sequence longer than it), with ``recompute_long``."""
+        over_budget = batch.input_ids.numel() > self.config.micro_batch_tokens
+        return self.config.recompute_long and batch.shared_prompt is None and over_budget
 
     def _logprobs(self, model: Any, batch: _MicroBatch) -> tuple[torch.Tensor, torch.Tensor]:
         logits = self._response_logits(model, batch)
@@ -608,6 +621,7 @@ class Learner:
             "grad_norm": grad_norm,
             "micro_batches": float(len(batches)),
             "prefix_groups": float(sum(b.shared_prompt is not None for b in batches)),
+            "recomputed_micro_batches": float(sum(self._recomputes(b) for b in batches)),
             "token_forwards": float(sum(b.token_forwards for b in batches)),
         }
 

@@ -270,6 +270,40 @@ def test_shared_prefix_step_equals_the_plain_step(aggregation):
         assert torch.allclose(a, b, rtol=1e-3, atol=1e-7)
 
 
+def test_a_sequence_longer_than_the_budget_recomputes_its_activations_with_the_same_gradients():
+    # issue 48: one long prompt cannot be split into micro-batches; its forward keeps only each
+    # layer's input and recomputes the rest in the backward pass (trainers.activations)
+    env = envs.make("plan_path")
+    batch = rollout(Team.shared(env, HFPolicy("tiny-test")), max_new_tokens=7)
+    result = random_advantages(batch)
+    runs = {}
+    for recompute in (False, True):
+        kept_for_backward = []  # the elements of every tensor autograd saves for the backward pass
+
+        def pack(tensor, kept=kept_for_backward):
+            kept.append(tensor.numel())
+            return tensor
+
+        with torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor):
+            grads, metrics = captured_gradients(
+                HFPolicy("tiny-test"),
+                env,
+                batch,
+                result,
+                shared_prefix=False,
+                micro_batch_tokens=16,
+                recompute_long=recompute,
+            )  # every sequence is over the budget
+        runs[recompute] = grads, metrics, sum(kept_for_backward)
+    (kept, kept_metrics, kept_saved), (again, again_metrics, again_saved) = runs[False], runs[True]
+    assert kept_metrics["recomputed_micro_batches"] == 0
+    assert again_metrics["recomputed_micro_batches"] == again_metrics["micro_batches"] > 1
+    assert again_saved < kept_saved / 2  # the layers' insides are recomputed, not kept
+    assert again_metrics["loss"] == pytest.approx(kept_metrics["loss"], abs=1e-7)
+    for a, b in zip(kept, again, strict=True):
+        assert torch.allclose(a, b, rtol=1e-5, atol=1e-8)
+
+
 # ------------------------------------------------------------- pi_old, passes, dynamic sampling
 def capture_gradients(learner, unit_name="tiny-test"):
     """Replace the unit's optimiser step with a recorder of the gradients it would apply."""
