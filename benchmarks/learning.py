@@ -45,8 +45,9 @@ and a rerun of the same command skips them (an interrupted run is resumed from i
 checkpoint), so a protocol longer than a session is finished by running the command again;
 a rerun with different settings is refused, naming the flag. A team's warm start is trained
 when its first unfinished arm runs; the results file records its steps, so a rerun on a new
-checkout (the file committed, ``runs/`` gone) trains it again for exactly those steps and the
-first arm from it checks that it plays as the recorded one did. Prints the table, the
+checkout (the file committed, ``runs/`` gone) trains it again for exactly those steps. The
+step-0 evaluations are kept per weights checksum: weights the file has not seen are evaluated
+again by their first arm, which records how they compare with the first warm start's. Prints the table, the
 generalisation table, the differences between arms with their standard errors, wall time per
 arm and phase, and writes the JSON and a PNG beside it (validation success against training
 minutes, or steps, with +- 1 s.e. bands).
@@ -56,6 +57,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import hashlib
 import json
 import shutil
 import time
@@ -118,9 +120,11 @@ def warm_start(
 
     ``recorded_steps``: the steps the results file says this warm start took. When the file
     outlived the run dir (a new checkout or machine), the warm start is trained again for
-    exactly those steps, without a clock: the demonstrations' order is seeded, the schedule
-    does not depend on the cap and the CPU update is deterministic, so the weights are the
-    same; the first arm that starts from it checks that (``run_arm``'s ``check_warm``)."""
+    exactly those steps, without a clock (seeded demonstrations, the same recipe). Its weights
+    need not be bit for bit the first ones (a thread count or library version changes the float
+    sums, and a greedy episode can then take another turn): the step-0 evaluations are kept
+    per weights checksum (``weights_checksum``), so other weights are evaluated again and
+    compared with the recorded ones (``run_arm``)."""
     from trainers.sft import train_sft
     from trainers.sft_config import SFTConfig
 
@@ -177,6 +181,15 @@ def warm_start(
     return str(summary.run_dir), trained_seconds(summary.run_dir, summary.steps) / 60, summary.steps
 
 
+def weights_checksum(run: Path) -> str:
+    """A short checksum of a run's newest trained weights (its run dir's last checkpoint):
+    what the step-0 evaluations of its arms are kept under."""
+    from trainers.run.checkpoint import latest_checkpoint
+
+    weights = (latest_checkpoint(run) or run) / "weights.safetensors"
+    return hashlib.sha256(weights.read_bytes()).hexdigest()[:16] if weights.is_file() else str(run)
+
+
 def run_arm(
     name: str,
     seed: int,
@@ -184,22 +197,16 @@ def run_arm(
     initial: dict[str, dict[str, Any]],
     args: argparse.Namespace,
     init: str,
-    check_warm: bool = False,
+    start: dict[str, Any],
 ) -> dict[str, Any]:
     """Train one arm with one seed from its team's warm start ``init`` (resuming its run if an
     earlier invocation was cut off); its validation curve (against steps and training minutes),
     held-out test success before and after, the ``--general`` difficulties after, samples and
     phase times.
 
-    ``check_warm``: the warm start was trained again (``warm_start``); the arm evaluates it at
-    step 0 itself instead of reusing ``initial``, and its record's "warm_start_check" says
-    whether it plays exactly as the recorded one did.
-
-    ``initial`` (team -> {"validation": step-0 evaluation, "test": step-0 test evaluation,
-    "general": the warm start on the --general difficulties}) is filled by the first run of
-    each team and reused by the others: every arm starts from the same warm-start weights and
-    the evaluations are greedy on the same tasks, so evaluating again would repeat identical
-    work.
+    ``start``: the step-0 evaluations of these warm-start weights ({"validation", "test"}), or
+    an empty dict the arm fills by playing them; when ``initial`` (the team's first warm
+    start) came from other weights, the record's "warm_start_check" compares the two.
     """
     from trainers.at_grpo import load_run_config, train
     from trainers.run.checkpoint import latest_checkpoint
@@ -222,10 +229,14 @@ def run_arm(
     elif run_dir.exists():  # cut off before its first checkpoint: nothing to keep
         shutil.rmtree(run_dir)
     started = time.perf_counter()
-    given = {} if check_warm else initial.get(team, {})
-    summary = train(config, initial_eval=given.get("validation"), initial_test=given.get("test"))
+    known = bool(start)
+    summary = train(config, initial_eval=start.get("validation"), initial_test=start.get("test"))
+    check = None
+    if not known:
+        if team in initial:  # a warm start trained again: does it play as the first one did?
+            check = same_start(initial[team], summary.before, summary.test_before)
+        start.update(validation=summary.before, test=summary.test_before)
     initial.setdefault(team, {"validation": summary.before, "test": summary.test_before})
-    check = same_start(initial[team], summary.before, summary.test_before) if check_warm else None
     steps = read_jsonl(summary.run_dir / "metrics.jsonl")
     evals = read_jsonl(summary.run_dir / "eval.jsonl")
     tests = {int(r["step"]): r for r in read_jsonl(summary.run_dir / TEST_FILE)}
@@ -277,7 +288,7 @@ def same_start(recorded: dict[str, Any], validation: dict[str, Any], test: dict[
         f"{split} success {now.get('success')} (recorded {was.get('success')})"
         for split, (was, now) in sides.items()
     )
-    verdict = "the same" if same else "DIFFERENT: the earlier cells of this team started from other weights"
+    verdict = "the same" if same else "not the same: its arms report their own step-0 numbers"
     print(f"warm start trained again: {pairs}: {verdict}")
     return {
         "same": same,
@@ -478,7 +489,7 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, Any]]:
     )
     done = {(r["arm"], r["seed"]) for r in record["runs"]}
     warm: dict[str, str] = {}  # team -> warm-start run dir, made when its first arm runs
-    check: set[str] = set()  # the teams whose warm start was trained again, not yet checked
+    step0 = record.setdefault("step0_by_weights", {})  # weights checksum -> step-0 evaluations
     for seed in args.seeds:
         for name in args.arms:
             if (name, seed) in done:
@@ -488,18 +499,27 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, Any]]:
             if team not in warm:
                 if args.init:
                     warm[team], minutes, steps = args.init, init_minutes(args), None
+                    first = True
                 else:
                     steps = record["warm_start_steps"].get(team)
+                    trained_again = record.setdefault("trained_again", [])  # teams, once and for all
                     if steps is not None and not (out / f"warm_start-{team}" / "config.json").is_file():
-                        check.add(team)
+                        if team not in trained_again:
+                            trained_again.append(team)
+                        _write_json(results, record)  # before it trains: a cut-off rerun knows it too
                     warm[team], minutes, steps = warm_start(args, out, team, steps)
-                    minutes = record["warm_start_min"].get(team, minutes) if team in check else minutes
+                    first = team not in trained_again
+                    if not first:  # the budget it stands for is the recorded one
+                        minutes = record["warm_start_min"].get(team, minutes)
+                if first and team in record["initial"]:  # a file from before the checksums
+                    sums = weights_checksum(Path(warm[team]))
+                    step0.setdefault(sums, {k: record["initial"][team][k] for k in ("validation", "test")})
                 record["warm_start"][team] = warm[team]
                 record["warm_start_min"][team] = minutes
                 record["warm_start_steps"][team] = steps
-            cell = run_arm(name, seed, base, record["initial"], args, warm[team], check_warm=team in check)
-            if cell.get("warm_start_check", {}).get("same"):
-                check.discard(team)
+            sums = weights_checksum(Path(warm[team]))
+            cell = run_arm(name, seed, base, record["initial"], args, warm[team], step0.setdefault(sums, {}))
+            cell["warm_start_weights"] = sums
             record["runs"].append(cell)
             _write_json(results, record)  # a finished cell is never run again
     runs = [r for r in record["runs"] if r["arm"] in args.arms and r["seed"] in args.seeds]

@@ -76,21 +76,39 @@ def test_smoke_run_prints_every_arm_and_a_rerun_resumes_it(tmp_path, capsys):
     assert rerun["grpo-mas", 1]["after"] == old["grpo-mas", 1]["after"]  # resumed: its own test.jsonl
     assert (result.parent / "grpo-single-seed1" / "checkpoints").is_dir()  # trained again
     # A new checkout: the results file is there, a warm start's run dir is not. The warm start
-    # is trained again for its recorded steps, and the first arm from it checks that it plays
-    # its step-0 evaluations exactly as the recorded one did.
+    # is trained again for its recorded steps; on the same machine its weights are bit for bit
+    # the first ones, so its arms reuse the step-0 evaluations kept under their checksum.
     record = json.loads(result.read_text())
     assert record["warm_start_steps"] == {"mas": 2, "single": 2}
-    kept = [r for r in record["runs"] if r["arm"] != "grpo-single"]
-    result.write_text(json.dumps({**record, "runs": kept}))
-    for gone in ("warm_start-single", "grpo-single-seed0", "grpo-single-seed1"):
-        shutil.rmtree(result.parent / gone)
+    (first,) = {r["warm_start_weights"] for r in record["runs"] if r["arm"] == "grpo-single"}
+
+    def forget_single_cells(record):
+        result.write_text(
+            json.dumps({**record, "runs": [r for r in record["runs"] if r["arm"] != "grpo-single"]})
+        )
+        for gone in ("grpo-single-seed0", "grpo-single-seed1"):
+            shutil.rmtree(result.parent / gone)
+
+    forget_single_cells(record)
+    shutil.rmtree(result.parent / "warm_start-single")
     learning.main(args)
     assert "warm start single: " in capsys.readouterr().out
     steps = [r["step"] for r in read_jsonl(result.parent / "warm_start-single" / "metrics.jsonl")]
     assert steps == [1, 2]
+    record = json.loads(result.read_text())
+    assert {r["warm_start_weights"] for r in record["runs"] if r["arm"] == "grpo-single"} == {first}
+    assert not any("warm_start_check" in r for r in record["runs"])
+    # Weights trained again that the file has not seen (here: their evaluations forgotten) are
+    # evaluated by their first arm, which compares them with the first warm start's; the next
+    # arm reuses them.
+    del record["step0_by_weights"][first]
+    forget_single_cells(record)
+    shutil.rmtree(result.parent / "warm_start-single")
+    learning.main(args)
     checked = [r for r in json.loads(result.read_text())["runs"] if "warm_start_check" in r]
     assert [(r["arm"], r["seed"]) for r in checked] == [("grpo-single", 0)]
-    assert checked[0]["warm_start_check"]["same"]
+    assert checked[0]["warm_start_check"]["same"]  # the same weights play the same episodes
+    assert "warm start trained again: validation success" in capsys.readouterr().out
     # Other settings would mix two measurements in one file: refused, naming the flag.
     with pytest.raises(SystemExit, match="--lr"):
         learning.main([*args, "--lr", "0.5"])
