@@ -93,25 +93,38 @@ def read_batch(path: Path) -> list:
     ]
 
 
-def child(batch_path: str, model: str, shared_prefix: bool, micro_batch_tokens: int) -> dict:
+def child(batch_path: str, model: str, shared_prefix: bool, micro_batch_tokens: int, full: bool) -> dict:
     """One learner step (in a fresh process, after a warm-up step on CUDA); prints its
-    measurements as JSON."""
+    measurements as JSON. ``full``: train the full weights (as the H100 figures were measured);
+    else the LoRA adapter training uses by default."""
     import torch
 
     import envs
     from agents.hf import HFPolicy
     from agents.team import Team
     from trainers.advantages import AdvantageResult
+    from trainers.config import TrainConfig, resolve_config
     from trainers.learner import Learner, LearnerConfig
+    from trainers.teams import build_team
 
     samples = read_batch(Path(batch_path))
     torch.manual_seed(0)
-    policy = HFPolicy(model)
-    team = Team.shared(envs.make(samples[0].task.env_id), policy)
+    env = envs.make(samples[0].task.env_id)
+    if full:
+        policy = HFPolicy(model)
+        team = Team.shared(env, policy)
+    else:  # the LoRA a training run trains on the frozen model (one adapter: the turns of every env)
+        config = TrainConfig(env=samples[0].task.env_id, model=model, policy="shared")
+        team = build_team(resolve_config(config), env)
+        (policy,) = team.policies
     rng = np.random.default_rng(0)  # fixed non-zero advantages: every sample is trained
     result = AdvantageResult(rng.normal(size=len(samples)) + 0.1, np.ones(len(samples)), {})
     config = LearnerConfig(lr=1e-6, shared_prefix=shared_prefix, micro_batch_tokens=micro_batch_tokens)
     learner = Learner(team, config)
+    (unit,) = learner.units  # the recorded turns name the sampler's policy: train them as this unit's
+    samples = [dataclasses.replace(turn, policy=unit) for turn in samples]
+    with torch.no_grad():  # the weights are read in (paged) by a first forward: not the step's memory
+        policy.model(input_ids=torch.tensor([samples[0].prompt_token_ids[:8]], device=policy.device))
     cuda = policy.device.type == "cuda"
     if cuda:
         # A first step on CUDA also builds cuBLAS plans and cuDNN attention graphs for each new
@@ -123,7 +136,7 @@ def child(batch_path: str, model: str, shared_prefix: bool, micro_batch_tokens: 
         gpu_baseline = torch.cuda.memory_allocated(policy.device)
     baseline_kb = _current_rss_kb()
     start = time.perf_counter()
-    metrics = learner.step(samples, result)[policy.name]
+    metrics = learner.step(samples, result)[unit]
     if cuda:
         torch.cuda.synchronize(policy.device)
     seconds = time.perf_counter() - start
@@ -163,6 +176,11 @@ def main(argv: list[str] | None = None) -> list[dict]:
         default=[LearnerConfig.micro_batch_tokens],
         help="learner token budgets per forward/backward to compare (the first is the baseline)",
     )
+    parser.add_argument(
+        "--full-weights",
+        action="store_true",
+        help="train the full weights (default: a LoRA adapter, as training)",
+    )
     parser.add_argument("--child", choices=["on", "off"], help=argparse.SUPPRESS)
     parser.add_argument("--batch", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -170,7 +188,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
         parser.error("--micro-batch-tokens must be >= 1")
     if args.child:
         budget = args.micro_batch_tokens[0]
-        print(json.dumps(child(args.batch, args.model, args.child == "on", budget)))
+        print(json.dumps(child(args.batch, args.model, args.child == "on", budget, args.full_weights)))
         return []
 
     samples = record_batch(args.model, args.envs.split(","), args.tasks, args.k, args.max_new_tokens)
@@ -190,7 +208,10 @@ def main(argv: list[str] | None = None) -> list[dict]:
                     str(batch_path),
                 ]
                 cmd += ["--model", args.model, "--micro-batch-tokens", str(budget)]
-                out = subprocess.run(cmd, check=True, capture_output=True, text=True)
+                cmd += ["--full-weights"] if args.full_weights else []
+                out = subprocess.run(cmd, capture_output=True, text=True)
+                if out.returncode != 0:
+                    raise SystemExit(f"benchmarks.learner: the learner step failed:\n{out.stderr[-3000:]}")
                 runs[mode, budget] = json.loads(out.stdout.strip().splitlines()[-1])
 
     prompt_mean = float(np.mean([len(s.prompt_token_ids) for s in samples]))
@@ -215,7 +236,8 @@ def main(argv: list[str] | None = None) -> list[dict]:
             )
     speedup = runs["off", base]["seconds"] / runs["on", base]["seconds"]
     print(
-        f"Learner step, model={args.model}, device={runs['off', base]['device']}, envs={args.envs} (easy), "
+        f"Learner step, model={args.model} ({'full weights' if args.full_weights else 'LoRA'}), "
+        f"device={runs['off', base]['device']}, envs={args.envs} (easy), "
         f"{len(samples)} samples in groups of K={k}; mean prompt P={prompt_mean:.0f}, "
         f"mean response R={response_mean:.1f} tokens\n"
     )

@@ -239,7 +239,7 @@ class TrainConfig(
     """AdamW weight decay."""
     max_grad_norm: float = 1.0
     """Gradient-norm clip per trained unit."""
-    micro_batch_tokens: int = 1024
+    micro_batch_tokens: int = 512
     """Token budget of one forward/backward: peak memory grows with it (lower it if the update runs
     out of memory; raise it on a GPU, where larger batches are faster)."""
     recompute_long: bool = True

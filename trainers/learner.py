@@ -118,7 +118,7 @@ class LearnerConfig:
     max_response_length: int | None = None
     kl_coef: float = 0.0
     entropy_coef: float = 0.0
-    micro_batch_tokens: int = 1024
+    micro_batch_tokens: int = 512
     recompute_long: bool = True
     shared_prefix: bool = True
     dynamic_sampling: bool | None = None

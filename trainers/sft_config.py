@@ -80,7 +80,7 @@ class SFTConfig(
     """Steps of linear warm-up from lr/warmup_steps to lr (both schedules)."""
     max_grad_norm: float = 1.0
     """Gradient-norm clip per trained unit."""
-    micro_batch_tokens: int = 1024
+    micro_batch_tokens: int = 512
     """Token budget of one forward/backward: peak memory grows with it (lower it if a step runs out
     of memory; raise it on a GPU, where larger batches are faster)."""
     seed: int = 0

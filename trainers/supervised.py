@@ -44,7 +44,7 @@ class SupervisedLearner(Learner):
         *,
         lr: float,
         max_grad_norm: float | None = 1.0,
-        micro_batch_tokens: int = 1024,
+        micro_batch_tokens: int = 512,
         weight_decay: float = 0.0,
     ) -> None:
         config = LearnerConfig(
