@@ -2,7 +2,7 @@
 gets there first? Seeds, error bars, equal wall time.
 
     python -m benchmarks.learning --warm-minutes 20 --minutes 10 --test-tasks 128 \
-        --general medium hard --general-tasks 64 --run-name plan_path-walltime \
+        --general medium hard --general-tasks 64 --micro-batch-tokens 1024 --run-name plan_path-walltime \
         --results docs/results/learning-plan_path-walltime.json   # four arms at equal wall time
     python -m benchmarks.learning --init runs/warm-plan_path --arms at_grpo-mas grpo-mas grpo-single \
         --steps 12 --results docs/results/learning-plan_path-heldout.json   # equal samples (12 steps)
@@ -76,7 +76,7 @@ PROTOCOL_ARGS = (
     "env", "env_kwargs", "model", "init", "sft_steps", "sft_batch_size", "sft_lr", "sft_train_tasks",
     "steps", "tasks_per_step", "num_generations", "lr", "passes", "temperature", "max_new_tokens",
     "eval_tasks", "eval_every", "eval_split", "test_tasks", "response_prefix", "minutes",
-    "eval_every_minutes", "general", "general_tasks", "warm_minutes",
+    "eval_every_minutes", "general", "general_tasks", "warm_minutes", "micro_batch_tokens",
 )  # fmt: skip
 
 ARMS = {  # name -> (algo, team, tasks-per-step multiplier)
@@ -137,6 +137,7 @@ def warm_start(
             ("batch_size", args.sft_batch_size),
             ("lr", args.sft_lr),
             ("train_tasks", args.sft_train_tasks),
+            ("micro_batch_tokens", args.micro_batch_tokens),
         )
         if value is not None
     }
@@ -401,6 +402,12 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, Any]]:
     # from the default warm start, AT-GRPO arm, seed 0, 12 steps (docs/results.md).
     parser.add_argument("--lr", type=float, default=1e-4)
     parser.add_argument("--passes", type=int, default=1)
+    parser.add_argument(
+        "--micro-batch-tokens",
+        type=int,
+        default=None,
+        help="the learner's token budget (default: training's); a protocol setting, as it sets the step time",
+    )
     parser.add_argument("--temperature", type=float, default=0.7)
     parser.add_argument(
         "--max-new-tokens", type=int, default=16, help="of the move replies (a tool's program: its preset)"
@@ -473,6 +480,7 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, Any]]:
         num_generations=args.num_generations,
         lr=args.lr,
         passes=args.passes,
+        **({"micro_batch_tokens": args.micro_batch_tokens} if args.micro_batch_tokens else {}),
         temperature=args.temperature,
         max_new_tokens=args.max_new_tokens,
         eval_tasks=args.eval_tasks,

@@ -14,6 +14,9 @@ import envs
 from benchmarks import learning
 from trainers.run.files import read_jsonl
 
+# measured 0.55 GB added (the smoke benchmark runs five times in the test process)
+pytestmark = pytest.mark.memory(gb=1)
+
 
 def test_a_run_dir_left_by_a_benchmark_with_other_settings_is_refused_not_resumed(tmp_path):
     import dataclasses
