@@ -497,6 +497,7 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, Any]]:
     )
     done = {(r["arm"], r["seed"]) for r in record["runs"]}
     warm: dict[str, str] = {}  # team -> warm-start run dir, made when its first arm runs
+    sums: dict[str, str] = {}  # team -> the checksum of its warm start's weights
     step0 = record.setdefault("step0_by_weights", {})  # weights checksum -> step-0 evaluations
     for seed in args.seeds:
         for name in args.arms:
@@ -519,15 +520,18 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, Any]]:
                     first = team not in trained_again
                     if not first:  # the budget it stands for is the recorded one
                         minutes = record["warm_start_min"].get(team, minutes)
+                sums[team] = weights_checksum(Path(warm[team]))
                 if first and team in record["initial"]:  # a file from before the checksums
-                    sums = weights_checksum(Path(warm[team]))
-                    step0.setdefault(sums, {k: record["initial"][team][k] for k in ("validation", "test")})
+                    step0.setdefault(
+                        sums[team], {k: record["initial"][team][k] for k in ("validation", "test")}
+                    )
                 record["warm_start"][team] = warm[team]
                 record["warm_start_min"][team] = minutes
                 record["warm_start_steps"][team] = steps
-            sums = weights_checksum(Path(warm[team]))
-            cell = run_arm(name, seed, base, record["initial"], args, warm[team], step0.setdefault(sums, {}))
-            cell["warm_start_weights"] = sums
+            cell = run_arm(
+                name, seed, base, record["initial"], args, warm[team], step0.setdefault(sums[team], {})
+            )
+            cell["warm_start_weights"] = sums[team]
             record["runs"].append(cell)
             _write_json(results, record)  # a finished cell is never run again
     runs = [r for r in record["runs"] if r["arm"] in args.arms and r["seed"] in args.seeds]
