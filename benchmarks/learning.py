@@ -43,11 +43,12 @@ The protocol of the papers' ablations, from warm starts:
 Resumable: every finished (arm, seed) goes into the results JSON (``--results``) at once,
 and a rerun of the same command skips them (an interrupted run is resumed from its last
 checkpoint), so a protocol longer than a session is finished by running the command again;
-a rerun with different settings is refused, naming the flag. A team's warm start is trained
-when its first unfinished arm runs; the results file records its steps, so a rerun on a new
-checkout (the file committed, ``runs/`` gone) trains it again for exactly those steps. The
-step-0 evaluations are kept per weights checksum: weights the file has not seen are evaluated
-again by their first arm, which records how they compare with the first warm start's. Prints the table, the
+a rerun with different settings is refused, naming the flag. A team's warm start
+(``benchmarks.warm_starts``) is trained when its first unfinished arm runs; the results file
+records its steps, so a rerun on a new checkout (the file committed, ``runs/`` gone) trains it
+again for exactly those steps. The step-0 evaluations are kept per weights checksum: weights
+the file has not seen are evaluated again by their first arm, which records how they compare
+with the first warm start's. Prints the table, the
 generalisation table, the differences between arms with their standard errors, wall time per
 arm and phase, and writes the JSON and a PNG beside it (validation success against training
 minutes, or steps, with +- 1 s.e. bands).
@@ -57,7 +58,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import hashlib
 import json
 import shutil
 import time
@@ -68,8 +68,8 @@ import numpy as np
 
 import envs
 from benchmarks.learning_report import plot, print_report, summarise
+from benchmarks.warm_starts import prepare_warm_start, same_start
 from trainers.clock import UNCAPPED_STEPS
-from trainers.run.files import trained_seconds
 
 # Settings that define the measurement: a resumed benchmark must repeat them exactly.
 PROTOCOL_ARGS = (
@@ -105,90 +105,6 @@ COMPARISONS = (
 def arm_teams(arms: list[str]) -> tuple[str, ...]:
     """The team variants the arms train, in order."""
     return tuple(dict.fromkeys(ARMS[name][1] for name in arms))
-
-
-def init_minutes(args: argparse.Namespace) -> float:
-    """The training minutes of the ``--init`` run every arm starts from (from its own metrics)."""
-    return trained_seconds(Path(args.init), UNCAPPED_STEPS) / 60
-
-
-def warm_start(
-    args: argparse.Namespace, out: Path, team: str, recorded_steps: int | None
-) -> tuple[str, float, int]:
-    """One team's warm start (resumed or reused when an earlier run made it): its run dir, its
-    training minutes (the updates' summed time, what ``--warm-minutes`` budgets) and its steps.
-
-    ``recorded_steps``: the steps the results file says this warm start took. When the file
-    outlived the run dir (a new checkout or machine), the warm start is trained again for
-    exactly those steps, without a clock (seeded demonstrations, the same recipe). Its weights
-    need not be bit for bit the first ones (a thread count or library version changes the float
-    sums, and a greedy episode can then take another turn): the step-0 evaluations are kept
-    per weights checksum (``weights_checksum``), so other weights are evaluated again and
-    compared with the recorded ones (``run_arm``)."""
-    from trainers.sft import train_sft
-    from trainers.sft_config import SFTConfig
-
-    # Only the --sft-* values given on the command line override SFTConfig: its defaults are
-    # the measured warm-start recipe, kept in one place.
-    given = {
-        field: value
-        for field, value in (
-            ("steps", args.sft_steps),
-            ("batch_size", args.sft_batch_size),
-            ("lr", args.sft_lr),
-            ("train_tasks", args.sft_train_tasks),
-            ("micro_batch_tokens", args.micro_batch_tokens),
-        )
-        if value is not None
-    }
-    name = f"warm_start-{team}"
-    minutes = args.warm_minutes
-    made = out / name / "config.json"
-    if made.is_file() and json.loads(made.read_text())["train_minutes"]:  # made here: finish or reuse it
-        recorded_steps = None
-    if recorded_steps is not None:  # (or finish such a second training, cut off)
-        if not made.is_file():
-            print(
-                f"warm start {team}: {made.parent} missing: trained again ({recorded_steps} steps, recorded)"
-            )
-        given["steps"], minutes = recorded_steps, 0.0
-    elif args.warm_minutes:  # the minutes end it; --sft-steps, where given, is a cap
-        given.setdefault("steps", UNCAPPED_STEPS)
-    steps = given.get("steps", SFTConfig.steps)
-    every = 25 if args.warm_minutes else max(1, steps // 4)
-    config = SFTConfig(
-        env=args.env,
-        env_kwargs=json.loads(args.env_kwargs),
-        teams=(team,),
-        model=args.model,
-        response_prefix=args.response_prefix,
-        **given,
-        train_minutes=minutes,
-        eval_tasks=4,  # a sanity check: the arms evaluate the warm start (step 0) on --eval-tasks
-        eval_every=0,
-        eval_split="validation",
-        test_tasks=0,  # and on the test tasks
-        val_every=every,
-        max_new_tokens=args.max_new_tokens,
-        output_dir=str(out),
-        run_name=name,
-        checkpoint_every=min(every, steps),
-        keep_checkpoints=1,
-        progress=args.progress,
-    )
-    if (out / name / "config.json").is_file():
-        config = dataclasses.replace(config, resume=str(out / name))
-    summary = train_sft(config)
-    return str(summary.run_dir), trained_seconds(summary.run_dir, summary.steps) / 60, summary.steps
-
-
-def weights_checksum(run: Path) -> str:
-    """A short checksum of a run's newest trained weights (its run dir's last checkpoint):
-    what the step-0 evaluations of its arms are kept under."""
-    from trainers.run.checkpoint import latest_checkpoint
-
-    weights = (latest_checkpoint(run) or run) / "weights.safetensors"
-    return hashlib.sha256(weights.read_bytes()).hexdigest()[:16] if weights.is_file() else str(run)
 
 
 def run_arm(
@@ -268,35 +184,6 @@ def run_arm(
         },
         "run_dir": str(summary.run_dir),
         **({"warm_start_check": check} if check is not None else {}),
-    }
-
-
-# What a greedy evaluation of the same weights on the same tasks repeats exactly.
-SAME_START_KEYS = ("success", "response_tokens", "samples", "invalid_rate")
-
-
-def same_start(recorded: dict[str, Any], validation: dict[str, Any], test: dict[str, Any]) -> dict[str, Any]:
-    """Does a warm start trained again play its step-0 evaluations exactly as the recorded one
-    did? Prints the answer; the record keeps both sides."""
-    sides = {
-        "validation": (recorded.get("validation", {}), validation),
-        "test": (recorded.get("test", {}), test),
-    }
-    same = all(
-        was.get(key) == now.get(key) for was, now in sides.values() for key in SAME_START_KEYS if key in was
-    )
-    pairs = ", ".join(
-        f"{split} success {now.get('success')} (recorded {was.get('success')})"
-        for split, (was, now) in sides.items()
-    )
-    verdict = "the same" if same else "not the same: its arms report their own step-0 numbers"
-    print(f"warm start trained again: {pairs}: {verdict}")
-    return {
-        "same": same,
-        **{
-            split: {key: [was.get(key), now.get(key)] for key in SAME_START_KEYS}
-            for split, (was, now) in sides.items()
-        },
     }
 
 
@@ -506,28 +393,9 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, Any]]:
                 continue
             team = ARMS[name][1]
             if team not in warm:
-                if args.init:
-                    warm[team], minutes, steps = args.init, init_minutes(args), None
-                    first = True
-                else:
-                    steps = record["warm_start_steps"].get(team)
-                    trained_again = record.setdefault("trained_again", [])  # teams, once and for all
-                    if steps is not None and not (out / f"warm_start-{team}" / "config.json").is_file():
-                        if team not in trained_again:
-                            trained_again.append(team)
-                        _write_json(results, record)  # before it trains: a cut-off rerun knows it too
-                    warm[team], minutes, steps = warm_start(args, out, team, steps)
-                    first = team not in trained_again
-                    if not first:  # the budget it stands for is the recorded one
-                        minutes = record["warm_start_min"].get(team, minutes)
-                sums[team] = weights_checksum(Path(warm[team]))
-                if first and team in record["initial"]:  # a file from before the checksums
-                    step0.setdefault(
-                        sums[team], {k: record["initial"][team][k] for k in ("validation", "test")}
-                    )
-                record["warm_start"][team] = warm[team]
-                record["warm_start_min"][team] = minutes
-                record["warm_start_steps"][team] = steps
+                warm[team], sums[team] = prepare_warm_start(
+                    args, out, team, record, lambda: _write_json(results, record)
+                )
             cell = run_arm(
                 name, seed, base, record["initial"], args, warm[team], step0.setdefault(sums[team], {})
             )
