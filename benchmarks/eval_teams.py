@@ -29,7 +29,7 @@ from agents.scripted import HeuristicPolicy, OraclePolicy, RandomPolicy
 from agents.team import RoleBinding, Team, close_policies
 from benchmarks.eval_config import ConfigError, EvalConfig
 
-__all__ = ["RowSpec", "team_rows", "PolicyBank", "NotApplicable", "is_training_run"]
+__all__ = ["RowSpec", "team_rows", "PolicyBank", "NotApplicable", "is_training_run", "base_model_of"]
 
 
 class NotApplicable(Exception):
@@ -109,6 +109,22 @@ def is_training_run(path: str) -> bool:
         return False
 
 
+def base_model_of(config: EvalConfig) -> str:
+    """The base model an evaluation's model policies run on: ``--model``, or the model the
+    training run it names (``--model RUN`` or ``--adapters RUN``) started from, read from the
+    run's config.json without loading anything (a run that does not read is reported by the
+    bank when it loads it)."""
+    path = PolicyBank.checkpoint_of(config)
+    if path is None:
+        return config.model
+    p = Path(path).expanduser()
+    run = p.parent.parent if p.parent.name == "checkpoints" else p
+    try:
+        return str(json.loads((run / "config.json").read_text())["model"])
+    except (OSError, ValueError, TypeError, KeyError):
+        return config.model
+
+
 def _sha256_of(files: list[Path]) -> str:
     digest = hashlib.sha256()
     for file in sorted(files):
@@ -137,7 +153,7 @@ class PolicyBank:
 
     def __init__(self, config: EvalConfig) -> None:
         self.config = config
-        self.checkpoint_path = self._checkpoint_path(config)
+        self.checkpoint_path = self.checkpoint_of(config)
         self._trained: Any = None
         self._base: Any = None
         self._oracle = OraclePolicy()
@@ -145,7 +161,8 @@ class PolicyBank:
         self._heuristic = HeuristicPolicy()
 
     @staticmethod
-    def _checkpoint_path(config: EvalConfig) -> str | None:
+    def checkpoint_of(config: EvalConfig) -> str | None:
+        """The training run (or checkpoint) whose weights the evaluation plays, if any."""
         if config.adapters is not None:
             return config.adapters
         return config.model if is_training_run(config.model) else None
@@ -184,7 +201,7 @@ class PolicyBank:
 
     @property
     def base_model_name(self) -> str:
-        return self.trained().config.model if self.checkpoint_path else self.config.model
+        return base_model_of(self.config)
 
     def base(self) -> Any:
         """The untrained base model as one shared policy (loaded once)."""

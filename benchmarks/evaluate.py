@@ -54,11 +54,11 @@ import envs
 from agents.base import SamplingParams
 from benchmarks.eval_config import ConfigError, EvalConfig
 from benchmarks.eval_report import Cell, Column, markdown_tables, seed_spread, write_plots, write_results
-from benchmarks.eval_teams import NotApplicable, PolicyBank, RowSpec, team_rows
+from benchmarks.eval_teams import NotApplicable, PolicyBank, RowSpec, base_model_of, team_rows
 from benchmarks.game_probes import GAME_PROBES
 from benchmarks.ladder import ladder_metrics
 from benchmarks.suites import suite_env_ids
-from trainers.backends import BACKENDS, apply_thread_policy, check_model_available
+from trainers.backends import AUTO, BACKENDS, apply_thread_policy, check_model_available, choose_backend
 from trainers.cli import config_to_dict, parse_overrides
 from trainers.config import env_preset
 from trainers.errors import run_command
@@ -431,8 +431,11 @@ def run_evaluation(config: EvalConfig, command: str | None = None) -> EvalResult
     # be a row of n/a cells: it is left out. The --team rows always stay, to say why they are n/a.
     variants = {v for c in columns for v in (envs.spec(c.env_id).teams or {config.team: ()})}
     rows = [row for row in rows if row.variant in variants or row.variant == config.team]
-    bank = PolicyBank(config)
     uses_model = any(row.uses_model for row in rows)
+    if uses_model:  # a table of scripted rows imports no torch
+        backend = choose_backend(config.backend, base_model_of(config), config.device)
+        config = dataclasses.replace(config, backend=backend.name)  # results.json records the name
+    bank = PolicyBank(config)
     if uses_model and (config.adapters or not bank.checkpoint_path):
         check_model_available(config.backend, config.model)
     check_writable_dir(config.output_dir, "--output-dir")
@@ -443,6 +446,8 @@ def run_evaluation(config: EvalConfig, command: str | None = None) -> EvalResult
     with RunProgress(total, desc="evaluate", unit="eval", enabled=config.progress) as progress:
         progress.phase("choosing CPU threads")
         threads = apply_thread_policy(config.threads, progress.write)  # before torch does any work
+        if uses_model:
+            progress.write(backend.describe())
         config = dataclasses.replace(config, threads=threads)  # recorded in results.json
         if bank.checkpoint_path and uses_model:
             progress.phase(f"loading {bank.checkpoint_path}")
@@ -517,7 +522,7 @@ def _main(args: list[str]) -> EvalResults:
         epilog="Fields left at None take the env's training preset (its TRAINING, envs.TrainingPreset).",
         aliases={"imports": ["--import"]},
         debug_option=True,
-        choices={"env": envs.registered_names(), "backend": list(BACKENDS)},
+        choices={"env": envs.registered_names(), "backend": [AUTO, *BACKENDS]},
     )
     config = EvalConfig(**overrides)
     try:

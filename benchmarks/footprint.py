@@ -3,6 +3,7 @@
     python -m benchmarks.footprint                                    # every env, training
     python -m benchmarks.footprint --env webshop sokoban --commands train sft evaluate
     python -m benchmarks.footprint --model tiny-test --env plan_path  # smoke run (seconds)
+    python -m benchmarks.footprint --env sokoban --backends hf vllm   # the generation paths side by side
 
 Each command runs in its own process, exactly as a user runs it (``python -m trainers.at_grpo
 --env ENV``: the env's preset picks the algorithm, team, reply lengths and tasks per step),
@@ -26,6 +27,12 @@ What is measured, per command:
 
 The figures are a property of this machine: run it on an otherwise idle one (seconds are
 wall time, and a second heavy process halves them). ``--json`` writes every row.
+
+``--backends`` runs each training and evaluation command once per generation backend
+(``auto``, the default, is what a user's command picks: it is read back from the command's
+output) and prints, per env and command, each backend's step time and peak memory as a ratio
+to the first backend's: the measurement behind ``--backend auto``'s choice. ``sft`` trains and
+evaluates with transformers whatever the backend, so it runs once.
 """
 
 from __future__ import annotations
@@ -64,6 +71,7 @@ class Footprint:
     env: str
     command: str
     argv: list[str]
+    backend: str = "hf"
     peak_tree_mb: float = 0.0
     peak_process_mb: float = 0.0
     wall_s: float = 0.0
@@ -156,10 +164,19 @@ def step_phases(run_dir: Path, warmup: int = 1) -> tuple[dict[str, float], float
 
 
 def measure_command(
-    command: str, env: str, model: str, steps: int, workdir: Path, extra: Sequence[str] = ()
+    command: str,
+    env: str,
+    model: str,
+    steps: int,
+    workdir: Path,
+    extra: Sequence[str] = (),
+    backend: str = "auto",
 ) -> Footprint:
-    out = workdir / f"{env}-{command}"
-    argv = command_line(command, env, model, out, steps, extra)
+    """One command's row; ``backend``: the ``--backend`` it is given (``auto``: none, as a user
+    types it; the row records the backend the command reports it chose)."""
+    chosen = [] if backend == "auto" or command == "sft" else ["--backend", backend]
+    out = workdir / f"{env}-{command}" / (backend if command != "sft" else "hf")
+    argv = command_line(command, env, model, out, steps, [*chosen, *extra])
     row = Footprint(env=env, command=command, argv=argv)
     out.mkdir(parents=True, exist_ok=True)
     log = out / "log.txt"
@@ -170,9 +187,18 @@ def measure_command(
         row.error = f"exit {code}: {tail[0][:300]} (log {log})"
     elif command != "evaluate":
         row.phases, row.tokens_per_s = step_phases(out / "run")
+    row.backend = "hf" if command == "sft" else reported_backend(log) or backend
     outcome = f"failed ({row.error})" if row.error else f"peak tree PSS {_mb(row.peak_tree_mb)} MB"
     print(f"[{env}] {command}: {outcome}, largest process {_mb(row.peak_process_mb)} MB, {row.wall_s:.0f} s")
     return row
+
+
+def reported_backend(log: Path) -> str | None:
+    """The backend a command says it chose (its ``backend: NAME (why)`` line), if any."""
+    for line in log.read_text(errors="replace").splitlines():
+        if line.startswith("backend: "):
+            return line.removeprefix("backend: ").split(" ", 1)[0]
+    return None
 
 
 def measure_floor(model: str, workdir: Path) -> Footprint:
@@ -204,7 +230,7 @@ def print_rows(rows: list[Footprint], floor: Footprint, budget_mb: float) -> Non
     table = []
     for row in rows:
         if row.error:
-            table.append([row.env, row.command, "failed", *[""] * 8])
+            table.append([row.env, row.command, row.backend, "failed", *[""] * 8])
             continue
         p = row.phases
         seconds = [f"{p[k]:.1f}" if k in p else "-" for k in ("step", "generate", "env", "learner")]
@@ -212,6 +238,7 @@ def print_rows(rows: list[Footprint], floor: Footprint, budget_mb: float) -> Non
             [
                 row.env,
                 row.command,
+                row.backend,
                 _mb(row.peak_tree_mb),
                 _mb(row.peak_process_mb),
                 f"{row.peak_tree_mb / floor.peak_tree_mb:.1f}x" if floor.peak_tree_mb else "-",
@@ -220,12 +247,38 @@ def print_rows(rows: list[Footprint], floor: Footprint, budget_mb: float) -> Non
                 "yes" if row.peak_tree_mb <= budget_mb else f"NO (> {budget_mb / 1024:.0f} GB)",
             ]
         )
-    header = ["env", "command", "tree MB", "process MB", "x floor", "s/step", "generate", "env s", "learner",
-              "tokens/s", "within"]  # fmt: skip
+    header = ["env", "command", "backend", "tree MB", "process MB", "x floor", "s/step", "generate", "env s",
+              "learner", "tokens/s", "within"]  # fmt: skip
     print_table(header, table)
+    for line in backend_ratios(rows):
+        print(line)
     for row in rows:
         if row.error:
             print(f"{row.env} {row.command} failed: {row.error}")
+
+
+def backend_ratios(rows: list[Footprint]) -> list[str]:
+    """Per env and command measured with several backends: each one's seconds per step (or the
+    whole command's wall time, for evaluate) and peak tree memory over the first one's."""
+    lines = []
+    groups: dict[tuple[str, str], list[Footprint]] = {}
+    for row in rows:
+        if not row.error:
+            groups.setdefault((row.env, row.command), []).append(row)
+    for (env, command), group in groups.items():
+        first = group[0]
+        for other in group[1:]:
+            if other.backend == first.backend:
+                continue
+            time_key = "step" if command != "evaluate" else None
+            was = first.phases.get(time_key) if time_key else first.wall_s
+            now = other.phases.get(time_key) if time_key else other.wall_s
+            timing = f"{'s/step' if time_key else 'wall s'} {now / was:.2f}x" if was and now else "time -"
+            memory = (
+                f"tree memory {other.peak_tree_mb / first.peak_tree_mb:.2f}x" if first.peak_tree_mb else ""
+            )
+            lines.append(f"{env} {command}: {other.backend} / {first.backend}: {timing}, {memory}")
+    return lines
 
 
 def main(argv: list[str] | None = None) -> list[Footprint]:
@@ -236,6 +289,13 @@ def main(argv: list[str] | None = None) -> list[Footprint]:
     parser.add_argument("--commands", nargs="+", default=["train"], choices=COMMANDS)
     parser.add_argument("--model", default=DEFAULT_MODEL)
     parser.add_argument("--steps", type=int, default=2, help="measured steps after the warm-up step")
+    parser.add_argument(
+        "--backends",
+        nargs="+",
+        default=["auto"],
+        choices=["auto", "hf", "vllm"],
+        help="generation backends to run train and evaluate with (auto: what the command picks by itself)",
+    )
     parser.add_argument(
         "--extra-args", default="", help="more flags for every command, e.g. --extra-args='--backend vllm'"
     )
@@ -261,8 +321,12 @@ def main(argv: list[str] | None = None) -> list[Footprint]:
         workdir = args.workdir or Path(tmp)
         workdir.mkdir(parents=True, exist_ok=True)
         floor = measure_floor(args.model, workdir)
+        extra = shlex.split(args.extra_args)
         rows = [
-            measure_command(c, env, args.model, args.steps, workdir) for env in names for c in args.commands
+            measure_command(c, env, args.model, args.steps, workdir, extra, backend)
+            for env in names
+            for c in args.commands
+            for backend in (["auto"] if c == "sft" else args.backends)
         ]
     print_rows(rows, floor, args.budget_gb * 1024)
     if args.json:

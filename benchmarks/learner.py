@@ -114,7 +114,7 @@ def child(batch_path: str, model: str, shared_prefix: bool, micro_batch_tokens: 
         policy = HFPolicy(model)
         team = Team.shared(env, policy)
     else:  # the LoRA a training run trains on the frozen model (one adapter: the turns of every env)
-        config = TrainConfig(env=samples[0].task.env_id, model=model, policy="shared")
+        config = TrainConfig(env=samples[0].task.env_id, model=model, policy="shared", backend="hf")
         team = build_team(resolve_config(config), env)
         (policy,) = team.policies
     rng = np.random.default_rng(0)  # fixed non-zero advantages: every sample is trained

@@ -207,6 +207,7 @@ def evaluate_difficulties(
         shutil.rmtree(runs / name)
     config = EvalConfig(
         env=(args.env,),
+        backend="hf",  # as the arms (main)
         difficulty=tuple(args.general),
         env_kwargs=json.loads(args.env_kwargs),
         team=team,
@@ -358,6 +359,9 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, Any]]:
         record.setdefault(key, {})
     base = TrainConfig(
         env=args.env,
+        # The arms compare algorithms and teams, and the recorded cells generated with transformers:
+        # not --backend auto, which picks vLLM where it is installed.
+        backend="hf",
         env_kwargs=json.loads(args.env_kwargs),
         model=args.model,
         steps=args.steps,

@@ -95,6 +95,7 @@ def main(argv: list[str] | None = None) -> None:
         TrainConfig(
             env=args.env,
             model=args.model,
+            backend="hf",  # the runtimes are compared, on the generation path every run can use
             tasks_per_step=args.tasks_per_step,
             threads=threads,
             progress=False,

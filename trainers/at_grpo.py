@@ -54,7 +54,13 @@ import envs
 from agents.base import SamplingParams
 from agents.threads import choose_threads
 from trainers.advantages import ADVANTAGE_ESTIMATORS, compute_advantages
-from trainers.backends import BACKENDS, apply_thread_policy, check_model_available
+from trainers.backends import (
+    AUTO,
+    BACKENDS,
+    apply_thread_policy,
+    check_model_available,
+    choose_backend,
+)
 from trainers.cli import config_to_dict, parse_overrides
 from trainers.clock import TrainingClock, bar_total
 from trainers.config import (
@@ -286,7 +292,8 @@ def train(
     """
     started = time.perf_counter()
     given_env_kwargs = dict(config.env_kwargs)  # the user's; the preset's are the env's own business
-    config = resolve_config(config)
+    backend = choose_backend(config.backend, config.model, config.device)
+    config = resolve_config(dataclasses.replace(config, backend=backend.name))
     # Every user mistake fails here, in seconds, before any model loads.
     env = config.env_setup.make_checked(given_env_kwargs)
     check_required_role(config, tuple(env.roles))  # envs that declare no TEAMS are checked here
@@ -302,6 +309,7 @@ def train(
         bar_total(config.steps), desc=f"{config.algo} {envs.spec(config.env).name}", enabled=config.progress
     )
     try:  # the display runs from here, so the minutes of loading and evaluating show too
+        progress.write(backend.describe())  # config.json records the name
         return _run(config, env, (initial_eval, initial_test), progress, started)
     finally:
         progress.close()
@@ -512,7 +520,7 @@ def parse_train_args(argv: Sequence[str] | None = None, *, algo: str | None = No
         choices={
             "env": envs.registered_names(),
             "estimator": list(ADVANTAGE_ESTIMATORS),
-            "backend": list(BACKENDS),
+            "backend": [AUTO, *BACKENDS],
         },
         flags={
             PRINT_CONFIG: "Print the config this command line would run (presets filled in) as JSON and exit."

