@@ -8,9 +8,10 @@ tasks): 60 cosine steps of 16 turns with 10 warm-up steps took validation accura
 to 0.80 at step 30 and 0.98 at step 60 (2026-11-25). Cheaper schedules fell short there
 (2026-11-27): 50 steps (5 warm-up) 0.89; 40 steps 0.88; 30 steps at lr 4e-3 0.39; 60 steps of
 8 turns 0.64; 40 steps with 7 warm-up 0.844 +- 0.046 (2026-11-28), whose bar (0.70) would leave
-one standard error of room if the test block again scored ~0.09 under validation. So the test keeps 60 x 16 (~11 min at one thread); it runs first on its own
-worker under `-n` (LONG_MODULES in tests/memory_scheduler.py). With 4 objects, 120 steps reached only
-0.89 on the test tasks in 24.5 min, which is why the test plays 3.
+one standard error of room if the test block again scored ~0.09 under validation. So the test
+keeps 60 x 16 (~11 min at one thread); it runs first on its own worker under `-n` (LONG_MODULES
+in tests/memory_scheduler.py). With 4 objects, 120 steps reached only 0.89 on the test tasks in
+24.5 min, which is why the test plays 3.
 
 Threshold: the held-out protocol's 64 test tasks (from index 1,000,000) gave 0.891 in CI on
 2026-11-27 where test tasks 0-63 had given 0.969, so the old bar of 0.9 (the issue's, never
