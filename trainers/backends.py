@@ -83,6 +83,10 @@ class BackendConfig(DeviceFields):
     vllm_kv_cache_gib: float = 2.0
     """vLLM on CPU: KV cache size of each engine in GiB (a fraction is fine, e.g. 0.5: it must hold one
     full-length sequence; VLLM_CPU_KVCACHE_SPACE, in whole GiB, overrides it)."""
+    vllm_lora_serving: Literal["auto", "adapters", "merged"] = "auto"
+    """vLLM with per-role LoRA adapters: 'adapters' (one engine serves every role's adapter, vLLM's
+    multi-LoRA), 'merged' (one engine per role, its adapter merged into full weights: one copy of
+    the weights and KV cache each) or 'auto' (merged on the CPU, adapters on a GPU)."""
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -96,6 +100,11 @@ class BackendConfig(DeviceFields):
         if self.vllm_kv_cache_gib <= 0:
             raise ConfigError(
                 f"vllm_kv_cache_gib={self.vllm_kv_cache_gib} must be > 0; pass e.g. --vllm-kv-cache-gib 2"
+            )
+        if self.vllm_lora_serving not in ("auto", "adapters", "merged"):
+            raise ConfigError(
+                f"vllm_lora_serving={self.vllm_lora_serving!r}; "
+                "pass --vllm-lora-serving auto, adapters or merged"
             )
 
 
@@ -187,6 +196,7 @@ def _vllm(config: BackendConfig, model: str, serving: ServingOptions) -> PolicyF
     settings = VLLMSettings(
         gpu_memory_utilization=config.vllm_memory,
         kv_cache_gib=config.vllm_kv_cache_gib,
+        lora_serving=config.vllm_lora_serving,
         sleep=serving.sleep,
         sync=serving.sync,
         seed=serving.seed,

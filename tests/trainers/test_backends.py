@@ -68,6 +68,19 @@ class _RecordingServedPolicy:
         pass
 
 
+def test_the_vllm_fields_reach_the_engine_settings(monkeypatch):
+    import agents.vllm
+
+    seen = {}
+    monkeypatch.setattr(agents.vllm, "VLLMPolicy", lambda model, **kwargs: seen.update(kwargs))
+    config = TrainConfig(backend="vllm", vllm_kv_cache_gib=0.5, vllm_lora_serving="adapters", seed=2)
+    policy_factory(config, DEFAULT_MODEL, config.serving)()
+    settings = seen["settings"]
+    assert (settings.kv_cache_gib, settings.lora_serving, settings.seed) == (0.5, "adapters", 2)
+    with pytest.raises(ConfigError, match="--vllm-lora-serving auto, adapters or merged"):
+        TrainConfig(vllm_lora_serving="both")
+
+
 def test_a_registered_backend_builds_every_team_its_config_names(monkeypatch):
     monkeypatch.setattr(backends, "BACKENDS", dict(BACKENDS))
 
