@@ -35,9 +35,10 @@ The protocol of the papers' ablations, from warm starts:
    length, budget) is made there; the reported numbers play ``--test-tasks`` held-out test
    tasks of the protocol's block, once before training (per team: the arms of a team start
    from the same weights) and once after. ``--general medium hard`` also plays
-   ``--general-tasks`` test tasks at each of those difficulty presets, before (per team) and
-   after (per arm and seed): does what was learnt on the training difficulty carry over to
-   boards never trained on? Test success is reported as mean +- s.e. over training seeds,
+   ``--general-tasks`` test tasks at each of those difficulty presets, before (per warm-start
+   weights: a warm start trained again on a new checkout is evaluated again) and after (per arm
+   and seed): does what was learnt on the training difficulty carry over to boards never
+   trained on? Test success is reported as mean +- s.e. over training seeds,
    next to its standard error over the test tasks.
 
 Resumable: every finished (arm, seed) goes into the results JSON (``--results``) at once,
@@ -114,6 +115,7 @@ def run_arm(
     initial: dict[str, dict[str, Any]],
     args: argparse.Namespace,
     init: str,
+    weights: str,
     start: dict[str, Any],
 ) -> dict[str, Any]:
     """Train one arm with one seed from its team's warm start ``init`` (resuming its run if an
@@ -121,9 +123,10 @@ def run_arm(
     held-out test success before and after, the ``--general`` difficulties after, samples and
     phase times.
 
-    ``start``: the step-0 evaluations of these warm-start weights ({"validation", "test"}), or
-    an empty dict the arm fills by playing them; when ``initial`` (the team's first warm
-    start) came from other weights, the record's "warm_start_check" compares the two.
+    ``start``: the step-0 evaluations of these warm-start weights (checksum ``weights``:
+    {"validation", "test", "general"}), or an empty dict the arm fills by playing them; when
+    ``initial`` (the team's first warm start) came from other weights, the record's
+    "warm_start_check" compares the two. The generalisation "before" is these weights' own.
     """
     from trainers.at_grpo import load_run_config, train
     from trainers.run.checkpoint import latest_checkpoint
@@ -158,8 +161,9 @@ def run_arm(
     evals = read_jsonl(summary.run_dir / "eval.jsonl")
     tests = {int(r["step"]): r for r in read_jsonl(summary.run_dir / TEST_FILE)}
     before, after = tests[0], tests[max(tests)]
-    if args.general and "general" not in initial[team]:
-        initial[team]["general"] = evaluate_difficulties(args, team, Path(init), f"general-{team}-warm")
+    if args.general and "general" not in start:  # the generalisation "before" of these weights
+        start["general"] = evaluate_difficulties(args, team, Path(init), f"general-{team}-warm-{weights}")
+        initial[team].setdefault("general", start["general"])
     general = evaluate_difficulties(args, team, summary.run_dir, f"general-{name}-seed{seed}")
     minutes = np.cumsum([0.0] + [r["time/step"] / 60 for r in steps])  # training minutes after step i
     return {
@@ -170,6 +174,7 @@ def run_arm(
         "curve_minutes": [[int(r["step"]), float(minutes[r["step"]]), float(r["success"])] for r in evals],
         "steps": summary.steps,
         "general": general,
+        "general_before": start.get("general", {}),
         "before": float(before["success"]),
         "after": float(after["success"]),
         "before_task_se": float(before["success_se"]),
@@ -400,15 +405,15 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, Any]]:
                 warm[team], sums[team] = prepare_warm_start(
                     args, out, team, record, lambda: _write_json(results, record)
                 )
-            cell = run_arm(
-                name, seed, base, record["initial"], args, warm[team], step0.setdefault(sums[team], {})
-            )
-            cell["warm_start_weights"] = sums[team]
+            weights = sums[team]
+            start = step0.setdefault(weights, {})
+            cell = run_arm(name, seed, base, record["initial"], args, warm[team], weights, start)
+            cell["warm_start_weights"] = weights
             record["runs"].append(cell)
             _write_json(results, record)  # a finished cell is never run again
     runs = [r for r in record["runs"] if r["arm"] in args.arms and r["seed"] in args.seeds]
     summary = summarise(runs, {name: ARMS[name][1] for name in ARMS}, args.eval_every_minutes or 0.0)
-    print_report(summary, args, record["warm_start_min"], record["initial"], COMPARISONS)
+    print_report(summary, args, record["warm_start_min"], COMPARISONS)
     record["summary"] = summary
     _write_json(results, record)
     budget = f"{args.minutes:g} training minutes per arm" if args.minutes else f"{args.steps} steps per arm"
@@ -440,6 +445,8 @@ def _resume_record(path: Path, args: argparse.Namespace) -> dict[str, Any]:
                 "for a new one"
             )
     record.setdefault("initial", {})
+    for run in record["runs"]:  # cells recorded before "general_before": their team's first warm start
+        run.setdefault("general_before", record["initial"].get(ARMS[run["arm"]][1], {}).get("general", {}))
     return record
 
 

@@ -59,7 +59,9 @@ def summarise(
             }
         else:  # runs recorded before the minute curves
             by_minutes = {}
-        difficulties = sorted(set.intersection(*(set(r.get("general", {})) for r in mine)))
+        difficulties = sorted(
+            set.intersection(*(set(r.get("general", {})) & set(r.get("general_before", {})) for r in mine))
+        )
         out[name] = {
             "team": team,
             "seeds": [r["seed"] for r in mine],
@@ -74,6 +76,8 @@ def summarise(
             "curve_minutes": by_minutes,
             "general": {
                 d: {
+                    # each seed's own warm start (one trained again on a new checkout may differ)
+                    "before": mean_se([r["general_before"][d]["success"] for r in mine]),
                     "after": mean_se([r["general"][d]["success"] for r in mine]),
                     "after_task_se": float(np.mean([r["general"][d]["success_se"] for r in mine])),
                 }
@@ -128,7 +132,6 @@ def print_report(
     summary: dict[str, dict[str, Any]],
     args: argparse.Namespace,
     warm_min: dict[str, float],
-    initial: dict[str, dict[str, Any]],
     comparisons: tuple[tuple[str, str], ...],
 ) -> None:
     """The results table, the differences between arms (``comparisons``: first - second, with
@@ -195,10 +198,9 @@ def print_report(
         )
         general_rows = []
         for name, arm in summary.items():
-            team_before = initial.get(arm["team"], {}).get("general", {})
             cells = [
-                f"{team_before[d]['success']:.3f} -> {_fmt(arm['general'][d]['after'])}"
-                if d in team_before and d in arm["general"]
+                f"{_fmt(arm['general'][d]['before'])} -> {_fmt(arm['general'][d]['after'])}"
+                if d in arm["general"]
                 else "n/a"
                 for d in args.general
             ]

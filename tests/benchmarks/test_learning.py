@@ -3,6 +3,7 @@ wall time (the figures themselves are not asserted: they are what the benchmark 
 
 from __future__ import annotations
 
+import argparse
 import json
 import re
 import shutil
@@ -12,6 +13,7 @@ import pytest
 
 import envs
 from benchmarks import learning
+from benchmarks.learning_report import summarise
 from trainers.run.files import read_jsonl
 
 # measured 0.55 GB added (the smoke benchmark runs five times in the test process)
@@ -143,6 +145,8 @@ def test_equal_wall_time_arms_stop_on_their_minutes_and_play_the_other_difficult
         assert run["steps"] == 1  # the budget, not a step count, ended the arm
         assert [step for step, _, _ in run["curve_minutes"]] == [0, 1]
         assert set(run["general"]) == {"medium", "hard"} and run["general"]["hard"]["tasks"] == 4
+        # "before" is the cell's own warm start, kept under its weights' checksum
+        assert run["general_before"] == record["step0_by_weights"][run["warm_start_weights"]]["general"]
     for team in ("mas", "single", "tool"):
         assert set(record["initial"][team]["general"]) == {"medium", "hard"}
     assert "1e-06 training minutes per arm" in out and "Generalisation" in out
@@ -151,13 +155,40 @@ def test_equal_wall_time_arms_stop_on_their_minutes_and_play_the_other_difficult
     # Cut off after grpo-tool's generalisation evaluation but before the file recorded it, and
     # in the middle of the tool warm start's (its directory written, its summary not): the rerun
     # reuses the finished evaluation and plays the cut-off one again.
-    del record["initial"]["tool"]["general"]
+    (weights,) = {r["warm_start_weights"] for r in record["runs"] if r["arm"] == "grpo-tool"}
+    del record["step0_by_weights"][weights]["general"]
     record["runs"] = [r for r in record["runs"] if r["arm"] != "grpo-tool"]
     result.write_text(json.dumps(record))
     finished = result.parent / "general-grpo-tool-seed0" / "general.json"
-    cut_off = result.parent / "general-tool-warm" / "general.json"
+    cut_off = result.parent / f"general-tool-warm-{weights}" / "general.json"
     stamp = finished.stat().st_mtime_ns
     cut_off.unlink()
     learning.main(args)
     assert finished.stat().st_mtime_ns == stamp and cut_off.is_file()
-    assert set(json.loads(result.read_text())["initial"]["tool"]["general"]) == {"medium", "hard"}
+    record = json.loads(result.read_text())
+    assert set(record["step0_by_weights"][weights]["general"]) == {"medium", "hard"}
+
+
+def test_each_seed_is_generalised_from_its_own_warm_start_and_old_cells_from_the_teams_first(tmp_path):
+    """A warm start trained again on a new checkout may play the other difficulties differently:
+    the generalisation "before" averages each cell's own warm start, and cells recorded before
+    it was kept per cell fall back to the team's first warm start."""
+
+    def cell(seed, before, after, **extra):
+        general = {"hard": {"success": after, "success_se": 0.0}}
+        return {
+            "arm": "grpo-tool", "seed": seed, "curve": {"0": 0.5}, "before": 0.5, "after": 0.5,
+            "after_task_se": 0.0, "test_tasks": 8, "samples": 4, "wall_s": 60.0, "steps": 1,
+            "phases": {"time/step": 60.0}, "general": general, **extra,
+        }  # fmt: skip
+
+    record = {
+        "initial": {"tool": {"general": {"hard": {"success": 0.25}}}},
+        "runs": [cell(0, 0.25, 0.5), cell(1, 0.75, 0.75, general_before={"hard": {"success": 0.75}})],
+    }
+    path = tmp_path / "learning.json"
+    path.write_text(json.dumps(record))
+    runs = learning._resume_record(path, argparse.Namespace())["runs"]
+    assert [r["general_before"]["hard"]["success"] for r in runs] == [0.25, 0.75]
+    hard = summarise(runs, {"grpo-tool": "tool"}, 0.0)["grpo-tool"]["general"]["hard"]
+    assert hard["before"] == pytest.approx((0.5, 0.25)) and hard["after"] == pytest.approx((0.625, 0.125))
