@@ -27,6 +27,7 @@ def record(arm, seed, before, after, minutes):
         "curve_minutes": [[0, 0.0, before], [4, minutes / 2, (before + after) / 2], [8, minutes, after]],
         "steps": 8,
         "general": {"hard": {"success": after / 2, "success_se": 0.02}},
+        "general_before": {"hard": {"success": before / 2, "success_se": 0.02}},  # its own warm start's
         "samples": 100,
         "phases": {
             "time/step": 60.0 * minutes,
@@ -56,6 +57,7 @@ def test_summary_is_over_seeds_in_the_arms_order_with_each_arms_team():
         10.0: pytest.approx((0.4, 0.1)),
     }
     assert a["general"]["hard"]["after"] == pytest.approx((0.2, 0.05))
+    assert a["general"]["hard"]["before"] == pytest.approx((0.1, 0.0))
     assert a["train_min"] == pytest.approx(10.2) and summary["b"]["steps"] == (8.0, 0.0)
 
 
