@@ -380,8 +380,8 @@ class VLLMPolicy:
         if adapter is None and self.merged:
             raise ValueError(
                 f"VLLMPolicy {self.name!r} serves its adapters merged (one engine each) and has no "
-                "base-model engine; bind every role to its adapter, or pass "
-                "VLLMSettings(lora_serving='adapters')"
+                "base-model engine; bind every role to its adapter, or pass VLLMSettings(lora_serving="
+                "'adapters') (on the training command: --vllm-lora-serving adapters)"
             )
         prompt_ids = [self.trainable.prompt_token_ids(p) for p in prompts]
         if not prompt_ids:

@@ -164,7 +164,12 @@ def run_arm(
     if args.general and "general" not in start:  # the generalisation "before" of these weights
         start["general"] = evaluate_difficulties(args, team, Path(init), f"general-{team}-warm-{weights}")
         initial[team].setdefault("general", start["general"])
-    general = evaluate_difficulties(args, team, summary.run_dir, f"general-{name}-seed{seed}")
+    # every update skipped (zero-variance groups): the final weights are the warm start's
+    never_updated = after.get("same_weights_as_step") == 0
+    if never_updated and args.general:
+        general = start["general"]
+    else:
+        general = evaluate_difficulties(args, team, summary.run_dir, f"general-{name}-seed{seed}")
     minutes = np.cumsum([0.0] + [r["time/step"] / 60 for r in steps])  # training minutes after step i
     return {
         "arm": name,
@@ -189,6 +194,7 @@ def run_arm(
         },
         "run_dir": str(summary.run_dir),
         **({"warm_start_check": check} if check is not None else {}),
+        "weights_never_updated": never_updated,
     }
 
 

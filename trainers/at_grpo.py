@@ -261,6 +261,25 @@ def _evaluate(
     return result.metrics
 
 
+def _evaluate_unless_unchanged(
+    config: TrainConfig, runtime: Runtime, run: Run, step: int, *, test: bool = False
+) -> dict[str, float]:
+    """``_evaluate``, except when no update since the latest earlier evaluation changed the
+    weights (every unit skipped every step: zero-variance groups) and the evaluation is greedy:
+    then it would play the same tasks with the same weights and repeat that evaluation exactly,
+    so that one is logged again for this step, marked ``same_weights_as_step`` (a run stuck at
+    zero variance saves its evaluations: with a tool team's programs, most of its wall time)."""
+    done = run.tests if test else run.evals
+    earlier = [k for k in done if k < step]
+    if earlier and config.eval_temperature == 0 and run.last_update(step) <= max(earlier):
+        prior = done[max(earlier)]
+        metrics = {k: v for k, v in prior.items() if k != "step"}
+        metrics["same_weights_as_step"] = prior.get("same_weights_as_step", prior["step"])
+        (run.log_test if test else run.log_eval)(step, metrics)
+        return metrics
+    return _evaluate(config, runtime, run, step, test=test)
+
+
 def plays_test(config: TrainConfig) -> bool:
     """Whether the run plays a separate held-out test evaluation before and after training."""
     return bool(config.test_tasks) and config.eval_split != "test"
@@ -409,7 +428,7 @@ def _train(
                 if last or at_mark or (config.eval_every and step % config.eval_every == 0):
                     where = f"{config.eval_tasks} {config.eval_split} tasks"
                     progress.phase(f"step {step}: evaluating on {where}")
-                    after = _evaluate(config, runtime, run, step)  # also redraws the plots
+                    after = _evaluate_unless_unchanged(config, runtime, run, step)  # redraws the plots
                     eval_text = _eval_line(step, after, config.eval_split)
                     progress.show(f"{train_text} | {eval_text}")
                 if last or at_mark or step % config.checkpoint_every == 0:
@@ -429,7 +448,7 @@ def _train(
                 after = _evaluate(config, runtime, run, final)
             if plays_test(config) and final not in tests:  # after the last step's checkpoint
                 progress.phase(f"step {final}: evaluating on {config.test_tasks} held-out test tasks")
-                _evaluate(config, runtime, run, final, test=True)
+                _evaluate_unless_unchanged(config, runtime, run, final, test=True)
             progress.phase("done")
         except WorkerLost as err:
             progress.close()

@@ -53,6 +53,16 @@ class EvenPlanEnv(EvenTeamEnv):
     TEAMS = {"mas": ("planner", "executor"), "single": ("solver",)}
 
 
+class AlwaysRightEnv(EvenPlanEnv):
+    """Every reply is right: every group's rewards are equal (zero variance), so no update
+    ever changes the weights (a run stuck where the tool arms of the learning benchmark are)."""
+
+    metadata = {**TextAECEnv.metadata, "name": "always_right_v0"}
+
+    def _right(self, text):
+        return True
+
+
 class OneTokenEnv(EvenPlanEnv):
     """Right only when the reply starts with 'k' (chance about 1 in 256 bytes per role): the
     warm start's test task, which the oracle demonstrates."""
@@ -158,6 +168,8 @@ EVEN_TEAM_ID = "test/even_team-v0"
 envs.register(EVEN_TEAM_ID, entry_point="tests.trainers.conftest:EvenTeamEnv")
 EVEN_PLAN_ID = "test/even_plan-v0"
 envs.register(EVEN_PLAN_ID, entry_point="tests.trainers.conftest:EvenPlanEnv")
+ALWAYS_RIGHT_ID = "test/always_right-v0"
+envs.register(ALWAYS_RIGHT_ID, entry_point="tests.trainers.conftest:AlwaysRightEnv")
 ONE_TOKEN_ID = "test/one_token-v0"
 envs.register(ONE_TOKEN_ID, entry_point="tests.trainers.conftest:OneTokenEnv")
 GRADED_ONE_TOKEN_ID = "test/graded_one_token-v0"

@@ -484,8 +484,8 @@ def test_dr_grpo_trains_with_r_minus_mean_advantages(tmp_path, monkeypatch):
 
 
 def _tiny_config(tmp_path: Path, **fields) -> TrainConfig:
-    """A run of the tiny model on the one-character task, in-process, quiet."""
-    return TrainConfig(
+    """A run of the tiny model on the one-character task, in-process, quiet; ``fields`` override."""
+    defaults = dict(
         env=TEST_ENV,
         model="tiny-test",
         eval_every=0,
@@ -499,8 +499,8 @@ def _tiny_config(tmp_path: Path, **fields) -> TrainConfig:
         progress=False,
         plots=False,
         tensorboard=False,
-        **fields,
     )
+    return TrainConfig(**{**defaults, **fields})
 
 
 def test_a_given_initial_evaluation_is_logged_as_step_0_instead_of_re_evaluating(tmp_path):
@@ -513,6 +513,33 @@ def test_a_given_initial_evaluation_is_logged_as_step_0_instead_of_re_evaluating
     assert evals[0]["success"] == 0.125 and evals[0]["invalid_rate"] == 0.5
     assert summary.before == given
     assert not (summary.run_dir / "transcripts" / "eval_step_000000.md").exists()  # not re-evaluated
+
+
+def test_evaluations_of_weights_no_update_changed_are_reused_and_marked(tmp_path):
+    from trainers.at_grpo import train
+
+    # Every reply is right: every group is zero-variance, no step changes the weights.
+    config = _tiny_config(
+        tmp_path, env="tests.trainers.conftest:test/always_right", steps=2, eval_every=1, test_tasks=4
+    )
+    summary = train(config)
+    steps = read_jsonl(summary.run_dir / "metrics.jsonl")
+    skipped = [v for r in steps for k, v in r.items() if k.endswith("/skipped_zero_weight")]
+    assert len(skipped) == 4 and set(skipped) == {1.0}  # two units, two steps
+    assert not any("optimizer_steps" in r for r in steps)
+    evals = read_jsonl(summary.run_dir / "eval.jsonl")
+    assert [r["step"] for r in evals] == [0, 1, 2]
+    assert "same_weights_as_step" not in evals[0]
+    assert [r["same_weights_as_step"] for r in evals[1:]] == [0, 0]
+    assert all(r["success"] == evals[0]["success"] == 1.0 for r in evals)
+    assert not (summary.run_dir / "transcripts" / "eval_step_000001.md").exists()  # not played
+    tests = read_jsonl(summary.run_dir / "test.jsonl")
+    assert [r["step"] for r in tests] == [0, 2] and tests[1]["same_weights_as_step"] == 0
+    # Weights that changed are evaluated again (the even task's rewards vary).
+    changed = train(_tiny_config(tmp_path / "b", steps=2, eval_every=1, test_tasks=4, lr=1e-2))
+    assert all("optimizer_steps" in r for r in read_jsonl(changed.run_dir / "metrics.jsonl"))
+    assert not any("same_weights_as_step" in r for r in read_jsonl(changed.run_dir / "eval.jsonl"))
+    assert not any("same_weights_as_step" in r for r in read_jsonl(changed.run_dir / "test.jsonl"))
 
 
 def test_a_training_time_budget_ends_the_run_and_a_resume_past_it_adds_no_step(tmp_path):

@@ -144,6 +144,18 @@ class Run:
         """The training steps' metrics logged so far (``metrics.jsonl``)."""
         return read_jsonl(self.dir / METRICS_FILE)
 
+    def last_update(self, until: int) -> int:
+        """The latest step <= ``until`` that changed the weights (0: none since the run's start
+        weights). A step where every unit skipped its update (all its groups zero-variance, so
+        all advantages zero: no optimizer step, no ``optimizer_steps`` metric) leaves them as
+        they were; a step logged without the learner's metrics counts as a change."""
+        changed = [
+            r["step"]
+            for r in self.step_records()
+            if r["step"] <= until and ("optimizer_steps" in r or "samples_trained" not in r)
+        ]
+        return max(changed, default=0)
+
     def __enter__(self) -> Run:
         if self.logger is None:
             raise RuntimeError("Run.begin() first: it opens the logger the with-block uses")
