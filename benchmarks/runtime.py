@@ -27,11 +27,11 @@ import time
 from typing import Any
 
 from benchmarks.tables import print_table
-from trainers.at_grpo import train_step
 from trainers.backends import apply_thread_policy
 from trainers.config import TrainConfig, resolve_config
 from trainers.rollout import step_request, training_sampling
 from trainers.runtime import make_runtime
+from trainers.runtime.step import train_step
 from trainers.seeding import seed_everything
 
 TIMING_PREFIXES = ("time/", "tokens_per_s")

