@@ -63,9 +63,6 @@ class HFPolicy:
         device: ``"cpu"``, ``"cuda"``...; default CUDA when available.
         max_batch_rows: Most sequences (prompts x samples) decoded together; larger
             requests are split into chunks of whole prompts.
-        merge_for_generation: Decode as a role through plain linear layers whose weights are
-            the adapter merged in (``W + scale * B @ A``, made for the call and dropped after),
-            instead of through peft's adapter layers (``merged_generation``). False: peft's.
         name: Policy name used in logs and records (default: the model name).
     """
 
@@ -78,7 +75,6 @@ class HFPolicy:
         dtype: Any = None,
         device: str | None = None,
         max_batch_rows: int = 64,
-        merge_for_generation: bool = True,
         name: str | None = None,
     ) -> None:
         import torch
@@ -89,7 +85,6 @@ class HFPolicy:
         self.model, self.tokenizer = load_model(model, dtype=dtype, device=self.device)
         self.name = name or model
         self.max_batch_rows = max_batch_rows
-        self.merge_for_generation = merge_for_generation
         self.adapter_names: tuple[str, ...] = ()
         if adapters:
             self._add_lora_adapters(tuple(adapters), lora or LoraSettings())
@@ -133,57 +128,6 @@ class HFPolicy:
         self.model.set_adapter(adapter)
         yield
 
-    @contextmanager
-    def merged_generation(self, adapter: str | None) -> Iterator[None]:
-        """Run the model as role ``adapter`` for decoding: every adapted linear layer's weight
-        is swapped, for the block, for ``W + scale * B @ A`` (made afresh from the current
-        adapter, in float32) and the adapter layers are bypassed; the original weight tensors
-        are put back untouched after, so training, checkpoints and the learner's forward never
-        see a merge. Why: on a CPU a decode step is dispatch-bound, and peft's adapter layer
-        adds two small matmuls and its own bookkeeping to each of the ~210 linear layers of the
-        default model (``benchmarks.generation`` measures both paths side by side). The merged
-        forward differs from the adapter layers' by float rounding only. Falls back to
-        ``using_adapter`` where a layer is not a plain LoRA linear (DoRA, a LoRA bias), and
-        costs one transient copy of the adapted weights (~0.4 GB for the default model)."""
-        layers = self._mergeable_layers(adapter) if self.merge_for_generation else None
-        if not layers:
-            with self.using_adapter(adapter):
-                yield
-            return
-        import torch
-
-        with torch.no_grad():
-            merged = [layer.get_base_layer().weight + layer.get_delta_weight(adapter) for layer in layers]
-        originals: list[Any] = []
-        try:
-            for layer, weight in zip(layers, merged, strict=True):
-                base = layer.get_base_layer()
-                originals.append(base.weight.data)
-                base.weight.data = weight
-            with self.model.disable_adapter():
-                yield
-        finally:
-            for layer, original in zip(layers, originals, strict=False):
-                layer.get_base_layer().weight.data = original
-
-    def _mergeable_layers(self, adapter: str | None) -> list[Any] | None:
-        """The LoRA linear layers that carry ``adapter``, or None when there are none or one
-        of them cannot be merged by ``W + scale * B @ A`` alone."""
-        if adapter is None or adapter not in self.adapter_names:
-            return None  # the base model, or an unknown name (using_adapter says which)
-        from peft.tuners.lora import Linear as LoraLinear
-        from peft.tuners.lora import LoraLayer
-
-        layers = [m for m in self.model.modules() if isinstance(m, LoraLayer) and adapter in m.lora_A]
-        plain = all(
-            isinstance(m, LoraLinear)
-            and not m.use_dora.get(adapter, False)
-            and not getattr(m, "lora_bias", {}).get(adapter, False)
-            and not m.merged
-            for m in layers
-        )
-        return layers if layers and plain else None
-
     # ------------------------------------------------------------------ prompts
     def prompt_token_ids(self, prompt: str | Prompt) -> list[int]:
         """The prompt as the model sees it: chat template, optional system message, the
@@ -224,7 +168,7 @@ class HFPolicy:
         own_seeds = any(p.seed is not None for p in prompts)
         per_chunk = max(1, self.max_batch_rows // num_samples)
         results: list[list[Generation]] = []
-        with self.merged_generation(adapter), torch.inference_mode():
+        with torch.inference_mode(), self.using_adapter(adapter):
             for start in range(0, len(prompt_ids), per_chunk):
                 chunk = prompt_ids[start : start + per_chunk]
                 generators = (

@@ -11,12 +11,7 @@ strings, EOS ignored so every sequence generates exactly ``--max-new-tokens`` to
 * ``8 x 4``: 8 prompts x 4 samples in one call (an AT-GRPO turn: K samples per prompt,
   the prompt encoded once and shared through the KV cache);
 * ``8 x 4 transformers generate``: the same batch through ``model.generate`` (prompts
-  repeated K times), the baseline for our decode loop;
-* ``8 x 4 as a LoRA role, merged`` / ``... peft layers``: the batch decoded as one role of a
-  model with a LoRA adapter (rank 8 on every linear layer, as training makes them): through
-  plain linear layers with the adapter merged into a transient copy of their weights (the
-  default, ``HFPolicy.merged_generation``) and through peft's adapter layers; the line under
-  the table prints merged over peft.
+  repeated K times), the baseline for our decode loop.
 
 The ratio printed is tokens/s of a row over tokens/s of ``1 x 1``. These rows run at the
 thread count ``agents.threads`` chooses (printed above the table).
@@ -179,7 +174,6 @@ def main(argv: list[str] | None = None) -> list[dict]:
     parser.add_argument("--prompts", type=int, default=8, help="prompts in the batched row")
     parser.add_argument("--samples", type=int, default=4, help="samples per prompt in the batched row")
     parser.add_argument("--no-baseline", action="store_true", help="skip the transformers generate row")
-    parser.add_argument("--no-lora", action="store_true", help="skip the two LoRA-role rows")
     parser.add_argument(
         "--threads",
         type=int,
@@ -226,22 +220,6 @@ def main(argv: list[str] | None = None) -> list[dict]:
                 "seconds": seconds,
             }
         )
-    if not args.no_lora:
-        role = HFPolicy(args.model, adapters=("role",))
-        role.end_token_ids = frozenset()
-        for merged in (True, False):
-            role.merge_for_generation = merged
-            time_policy(role, prompts[:1], 1, SamplingParams(max_new_tokens=2, seed=0))  # warm-up
-            tokens, seconds = timed(time_policy, role, prompts, args.samples, sampling)
-            how = "merged" if merged else "peft layers"
-            rows.append(
-                {
-                    "setting": f"{args.prompts} x {args.samples} as a LoRA role, {how}",
-                    "tokens": tokens,
-                    "seconds": seconds,
-                }
-            )
-        del role
     base_rate = rows[0]["tokens"] / rows[0]["seconds"]
     for row in rows:
         row["tokens_per_s"] = row["tokens"] / row["seconds"]
@@ -264,12 +242,6 @@ def main(argv: list[str] | None = None) -> list[dict]:
             for r in rows
         ],
     )
-    lora = {r["setting"].rsplit(", ", 1)[1]: r["tokens_per_s"] for r in rows if "LoRA role" in r["setting"]}
-    if lora:
-        print(
-            f"\nA LoRA role decoded merged: {lora['merged'] / lora['peft layers']:.2f}x the tokens/s "
-            "of peft's layers"
-        )
     thread_counts = args.threads if args.threads is not None else sorted({1, choice.allotted.count})
     if thread_counts and args.load:
         table = threads_under_load(policy, prompts[0], sampling, thread_counts, args.load)

@@ -77,7 +77,7 @@ PROTOCOL_ARGS = (
     "env", "env_kwargs", "model", "init", "sft_steps", "sft_batch_size", "sft_lr", "sft_train_tasks",
     "steps", "tasks_per_step", "num_generations", "lr", "passes", "temperature", "max_new_tokens",
     "eval_tasks", "eval_every", "eval_split", "test_tasks", "response_prefix", "minutes",
-    "eval_every_minutes", "general", "general_tasks", "warm_minutes", "micro_batch_tokens", "hf_lora_decode",
+    "eval_every_minutes", "general", "general_tasks", "warm_minutes", "micro_batch_tokens",
 )  # fmt: skip
 
 ARMS = {  # name -> (algo, team, tasks-per-step multiplier)
@@ -219,7 +219,6 @@ def evaluate_difficulties(
     config = EvalConfig(
         env=(args.env,),
         backend="hf",  # as the arms (main)
-        hf_lora_decode=args.hf_lora_decode,
         difficulty=tuple(args.general),
         env_kwargs=json.loads(args.env_kwargs),
         team=team,
@@ -339,13 +338,6 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, Any]]:
         help="difficulty presets never trained on, played after each run (e.g. medium hard)",
     )
     parser.add_argument("--general-tasks", type=int, default=128, help="test tasks per --general difficulty")
-    parser.add_argument(
-        "--hf-lora-decode",
-        choices=["merged", "adapters"],
-        default=None,
-        help="how the roles decode (TrainConfig.hf_lora_decode); a protocol setting, as it sets the "
-        "step time. Default: a results file's own (adapters for one from before the flag), else merged",
-    )
     parser.add_argument("--response-prefix", default="<answer>")
     parser.add_argument("--output-dir", default="runs/learning-benchmark")
     parser.add_argument("--run-name", default=None, help="default: the env's name; a rerun resumes it")
@@ -381,7 +373,6 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, Any]]:
         # The arms compare algorithms and teams, and the recorded cells generated with transformers:
         # not --backend auto, which picks vLLM where it is installed.
         backend="hf",
-        hf_lora_decode=args.hf_lora_decode,
         env_kwargs=json.loads(args.env_kwargs),
         model=args.model,
         steps=args.steps,
@@ -448,13 +439,9 @@ def _resume_record(path: Path, args: argparse.Namespace) -> dict[str, Any]:
     """The results so far (a fresh record when ``path`` does not exist); refuses a rerun whose
     protocol settings differ from the recorded ones, naming the flag."""
     if not path.is_file():
-        args.hf_lora_decode = args.hf_lora_decode or "merged"
         return {"runs": [], "initial": {}}
     record = json.loads(path.read_text())
     recorded = record.get("args", {})
-    if record["runs"]:  # its cells decoded one way; a file from before the flag: peft's layers
-        recorded.setdefault("hf_lora_decode", "adapters")
-    args.hf_lora_decode = args.hf_lora_decode or recorded.get("hf_lora_decode", "merged")
     for key in PROTOCOL_ARGS:
         if key in recorded and recorded[key] != getattr(args, key):
             flag = "--" + key.replace("_", "-")

@@ -94,7 +94,7 @@ __all__ = ["Summary", "train", "main", "parse_train_args", "load_run_config"]
 
 COMMAND = "trainers.at_grpo"  # the module a resumed run is continued with
 
-LEGACY_DEFAULTS = {"dynamic_sampling": True, "old_logprobs": "sampler", "hf_lora_decode": "adapters"}
+LEGACY_DEFAULTS = {"dynamic_sampling": True, "old_logprobs": "sampler"}
 
 
 @dataclass(frozen=True)
@@ -125,12 +125,12 @@ def load_run_config(run_dir: str | Path, overrides: Mapping[str, Any] | None = N
     Raises:
         ConfigError: No config.json there, or an override of a field a resume cannot change.
     """
-    # Runs saved before these fields existed always dropped zero-advantage samples, trusted the
-    # sampler's logprobs and decoded through peft's adapter layers: keep doing so, or their
-    # resumed steps would differ.
+    # Runs saved before these fields existed always dropped zero-advantage samples and trusted
+    # the sampler's logprobs: keep doing so, or their resumed steps would differ.
     return load_saved_config(TrainConfig, run_dir, overrides, RESUMABLE_OVERRIDES, LEGACY_DEFAULTS)
 
 
+# ---------------------------------------------------------------------------- one step
 # ---------------------------------------------------------------------------- the run
 def _evaluate(
     config: TrainConfig, runtime: Runtime, run: Run, step: int, *, test: bool = False

@@ -87,11 +87,6 @@ class BackendConfig(DeviceFields):
     """vLLM with per-role LoRA adapters: 'adapters' (one engine serves every role's adapter, vLLM's
     multi-LoRA), 'merged' (one engine per role, its adapter merged into full weights: one copy of
     the weights and KV cache each) or 'auto' (merged on the CPU, adapters on a GPU)."""
-    hf_lora_decode: Literal["merged", "adapters"] = "merged"
-    """transformers with per-role LoRA adapters: 'merged' (a role decodes through plain linear layers
-    whose weights are its adapter merged into a transient copy; on a CPU several times the tokens/s,
-    python -m benchmarks.generation) or 'adapters' (through peft's adapter layers, as runs before this
-    field did: the same samples up to float rounding). Training's forward always uses the adapters."""
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -110,10 +105,6 @@ class BackendConfig(DeviceFields):
             raise ConfigError(
                 f"vllm_lora_serving={self.vllm_lora_serving!r}; "
                 "pass --vllm-lora-serving auto, adapters or merged"
-            )
-        if self.hf_lora_decode not in ("merged", "adapters"):
-            raise ConfigError(
-                f"hf_lora_decode={self.hf_lora_decode!r}; pass --hf-lora-decode merged or adapters"
             )
 
 
@@ -195,8 +186,7 @@ BackendBuilder = Callable[[BackendConfig, str, ServingOptions], PolicyFactory]
 def _hf(config: BackendConfig, model: str, serving: ServingOptions) -> PolicyFactory:  # noqa: ARG001
     from agents.hf import HFPolicy
 
-    merged = config.hf_lora_decode == "merged"
-    return lambda **kwargs: HFPolicy(model, device=config.device, merge_for_generation=merged, **kwargs)
+    return lambda **kwargs: HFPolicy(model, device=config.device, **kwargs)
 
 
 def _vllm(config: BackendConfig, model: str, serving: ServingOptions) -> PolicyFactory:

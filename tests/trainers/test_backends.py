@@ -81,15 +81,6 @@ def test_the_vllm_fields_reach_the_engine_settings(monkeypatch):
         TrainConfig(vllm_lora_serving="both")
 
 
-def test_the_hf_decode_path_reaches_the_policy_and_a_wrong_value_names_the_flag():
-    for decode, merged in (("merged", True), ("adapters", False)):
-        config = TrainConfig(backend="hf", model="tiny-test", hf_lora_decode=decode)
-        assert policy_factory(config, "tiny-test")().merge_for_generation is merged
-    assert TrainConfig().hf_lora_decode == "merged"
-    with pytest.raises(ConfigError, match="--hf-lora-decode merged or adapters"):
-        TrainConfig(hf_lora_decode="peft")
-
-
 def test_a_registered_backend_builds_every_team_its_config_names(monkeypatch):
     monkeypatch.setattr(backends, "BACKENDS", dict(BACKENDS))
 
