@@ -130,7 +130,6 @@ def load_run_config(run_dir: str | Path, overrides: Mapping[str, Any] | None = N
     return load_saved_config(TrainConfig, run_dir, overrides, RESUMABLE_OVERRIDES, LEGACY_DEFAULTS)
 
 
-# ---------------------------------------------------------------------------- one step
 # ---------------------------------------------------------------------------- the run
 def _evaluate(
     config: TrainConfig, runtime: Runtime, run: Run, step: int, *, test: bool = False
