@@ -171,7 +171,10 @@ def _evaluate_unless_unchanged(
         prior = done[max(earlier)]
         metrics = {k: v for k, v in prior.items() if k != "step"}
         metrics["same_weights_as_step"] = prior.get("same_weights_as_step", prior["step"])
-        (run.log_test if test else run.log_eval)(step, metrics)
+        if test:
+            run.log_test(step, metrics)
+        else:
+            run.repeat_eval(step, prior["step"], metrics)
         return metrics
     return _evaluate(config, runtime, run, step, test=test)
 

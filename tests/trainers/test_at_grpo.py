@@ -533,6 +533,9 @@ def test_evaluations_of_weights_no_update_changed_are_reused_and_marked(tmp_path
     assert [r["same_weights_as_step"] for r in evals[1:]] == [0, 0]
     assert all(r["success"] == evals[0]["success"] == 1.0 for r in evals)
     assert not (summary.run_dir / "transcripts" / "eval_step_000001.md").exists()  # not played
+    episodes = summary.run_dir / "episodes"
+    shown = [(episodes / f"eval_step_{s:06d}.jsonl").read_text() for s in (0, 1, 2)]
+    assert shown[0] and shown[1] == shown[2] == shown[0]  # the report shows them at every step
     tests = read_jsonl(summary.run_dir / "test.jsonl")
     assert [r["step"] for r in tests] == [0, 2] and tests[1]["same_weights_as_step"] == 0
     # Weights that changed are evaluated again (the even task's rewards vary).

@@ -115,6 +115,13 @@ class Run:
         self.evals[step] = self.logger.log_eval(step, metrics, episodes, transcripts=transcripts)
         return self.evals[step]
 
+    def repeat_eval(self, step: int, prior: int, metrics: Mapping[str, Any]) -> dict[str, Any]:
+        """Log step ``prior``'s in-run evaluation again for ``step`` (``RunLogger.repeat_eval``)
+        and keep it in ``evals``."""
+        assert self.logger is not None, "Run.begin() first"
+        self.evals[step] = self.logger.repeat_eval(step, prior, metrics)
+        return self.evals[step]
+
     def log_test(self, step: int, metrics: Mapping[str, Any]) -> dict[str, Any]:
         """Log a held-out test evaluation (``RunLogger.log_test``) and keep it in ``tests``."""
         assert self.logger is not None, "Run.begin() first"

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from trainers.records import Episode
-from trainers.run.episodes import drop_episodes_after, write_eval_episodes
+from trainers.run.episodes import EPISODES_DIR, drop_episodes_after, write_eval_episodes
 from trainers.run.files import (
     EVAL_FILE,
     METRICS_FILE,
@@ -234,6 +234,18 @@ class RunLogger:
             write_eval_episodes(self.run_dir, step, episodes)
             if transcripts:
                 self.write_transcripts(step, episodes, limit=transcripts)
+        self._refresh()
+        return record
+
+    def repeat_eval(self, step: int, prior: int, metrics: Mapping[str, Any]) -> dict[str, Any]:
+        """Logs an evaluation that step ``prior``'s repeats exactly (the same weights playing the
+        same greedy episodes, so it was not played): its metrics under ``step``, and a copy of
+        ``prior``'s stored episodes, so the report shows them at this step too. No transcript:
+        those are of evaluations that were played."""
+        record = self._append(self.eval_path, "eval", step, metrics)
+        played = self.run_dir / EPISODES_DIR / f"eval_step_{prior:06d}.jsonl"
+        if played.is_file():
+            atomic_write_text(played.with_name(f"eval_step_{step:06d}.jsonl"), played.read_text())
         self._refresh()
         return record
 
