@@ -18,6 +18,9 @@ Threshold: the held-out protocol's 64 test tasks (from index 1,000,000) gave 0.8
 derived from validation) failed. The bar is now derived from validation alone: 0.98 there,
 minus 3 standard errors of a 64-task rate near 0.9 (3 x 0.04) = 0.86, rounded down to 0.85.
 This block has been seen once by this test: a recipe change must be judged on validation.
+
+The validation loss (before and after training; it steers nothing) is taken on 8 validation
+tasks, not the default 64: 64 cost 77 s of the test's 15.5 min at one thread (2026-11-28).
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ pytestmark = pytest.mark.memory(gb=4)  # measured 3.3 GB added
 def test_referential_warm_start_goes_from_chance_to_at_least_0_85(tmp_path):
     args = (
         "--env referential --steps 60 --train-tasks 1000 --lr-schedule cosine --warmup-steps 10 "
-        "--eval-every 0 --val-every 60 --eval-tasks 4 --test-tasks 64 --no-progress"
+        "--eval-every 0 --val-every 60 --val-tasks 8 --eval-tasks 4 --test-tasks 64 --no-progress"
     )
     sft.main(
         [

@@ -20,7 +20,9 @@ needs_engine = pytest.mark.skipif(
     not pddl_available() and os.environ.get("TEAMGYM_REQUIRE_ALFWORLD") != "1",
     reason=f"the real ALFWorld engine is not installed ({EXTRA_HINT})",
 )
-SEEDS = (0, 1)
+# Two generated games per task type: one in each syntax (both seeds in both syntaxes took
+# 100 s of CI; the engine code a game reaches depends on its task type and syntax, not its seed).
+SEEDS = {"move": (0,), "put": (1,)}
 RANDOM_STEPS = 15
 
 
@@ -60,7 +62,7 @@ def _wrong_commands(world: World, rng: random.Random) -> list[str]:
 @pytest.mark.parametrize("task_type", TASK_TYPES)
 def test_real_engine_reads_the_same_on_walkthrough_and_random_play(task_type, syntax):
     steps = 0
-    for seed in SEEDS:
+    for seed in SEEDS[syntax]:
         problem = generate(seed, task_types=(task_type,), syntax=syntax)
         where = f"{task_type} {syntax} seed {seed}"
 
