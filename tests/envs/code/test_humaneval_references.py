@@ -23,7 +23,9 @@ from envs.code.data import CODE_SOURCES, CodeTask
 from envs.code.harness import TestReport, run_check_program, run_function_tests
 from envs.sandbox import SandboxLimits, SandboxPool
 
-pytestmark = pytest.mark.slow
+# The sandbox's children (two programs at a time, each under its memory limit) count in the
+# module's tree: a fresh-clone CI on a busy machine measured 630 MB added (2026-11-28).
+pytestmark = [pytest.mark.slow, pytest.mark.memory(gb=1)]
 
 _NEGATE = {
     ast.Lt: ast.GtE,
