@@ -18,7 +18,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import envs
-from envs.check import CHECKS, run_check, step_texts, subjects
+from envs.check import CHECKS, run_check, subjects
+from envs.checks import step_texts
 from envs.games.spiel import spiel_available
 from tests.conftest import SUBPROCESS_TIMEOUT_S
 from tests.envs.conftest import import_readme_example
