@@ -1,9 +1,11 @@
-"""One programming task (``CodeTask``): the record the code sources (``envs.code.data``)
-produce and the harness (``envs.code.harness``) runs. Its own module so that both can
-import it."""
+"""One programming task (``CodeTask``): the record the code sources (``envs.code.data``,
+``envs.code.files``) produce and the harness (``envs.code.harness``) runs, and ``parse_python``,
+the quiet parser the sources share. Its own module so that all of them can import it."""
 
 from __future__ import annotations
 
+import ast
+import warnings
 from dataclasses import dataclass
 
 __all__ = ["CodeTask"]
@@ -46,3 +48,10 @@ class CodeTask:
             raise ValueError(f"CodeTask {self.id}: kind must be 'function' or 'stdio', got {self.kind!r}")
         if self.kind == "function" and not self.entry_point:
             raise ValueError(f"CodeTask {self.id}: a function task needs an entry_point")
+
+
+def parse_python(source: str) -> ast.Module:
+    """``ast.parse`` without SyntaxWarnings (data sets' own invalid escapes); parses only."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return ast.parse(source)
