@@ -29,9 +29,9 @@ LONG_MODULES = (
     "tests/trainers/test_game_learning_referential.py",
     "tests/trainers/test_game_learning_tictactoe.py",
     "tests/trainers/test_at_grpo_vllm.py",
+    "tests/trainers/runtime/test_ray.py",
     "tests/benchmarks/test_evaluate_vllm.py",
     "tests/agents/test_vllm.py",
-    "tests/trainers/runtime/test_ray.py",
     "tests/trainers/test_at_grpo.py",
     "tests/benchmarks/test_evaluate.py",
     "tests/envs/alfworld/test_pddl_differential.py",
@@ -43,7 +43,12 @@ last while the other workers idle. Order: the two learning tests (longest) first
 heavy modules (a vLLM engine or a Ray cluster, 6-6.5 GB), which fit only beside light work:
 queued ahead of the light long ones, a worker takes them whenever the others run light work
 (left for the end, they ran one after another while the other worker idled: 11 of CI's 33
-minutes on 2026-11-27). Order only: a module missing here runs all the same."""
+minutes on 2026-11-27). Among the heavy ones, those whose engines live in other processes
+(the training command's, Ray's actors) come before the two that load vLLM into the worker
+itself: a worker keeps ~1 GB more after those (vLLM's code), and then no heavy module fits
+beside the other worker's light one, so the heavy ones left ran last, one after the other
+(test_ray waited 249 s for test_vllm in a run on 2026-11-28). Order only: a module missing
+here runs all the same."""
 
 FRESH_WORKER_GB = 0.4
 """A worker that has run no module yet holds about this much (pytest, the test modules' imports)."""
