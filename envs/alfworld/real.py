@@ -63,6 +63,7 @@ from pathlib import Path
 from envs.alfworld import expert
 from envs.alfworld.engine import TASK_TYPES, GameSpec, Goal, Item, Receptacle, World
 from envs.alfworld.generator import Problem, tables
+from envs.alfworld.sexpr import SExprError, lower_atoms, parse_sexprs, read_sexpr
 
 __all__ = [
     "SPLITS",
@@ -99,62 +100,8 @@ LAYOUT = (
 _DROPPED_TASKS = ("movable", "Sliced")
 
 
-class SExprError(ValueError):
-    """Malformed s-expression text (unbalanced parentheses, nothing to read)."""
-
-
 class RealDataMissing(FileNotFoundError):
     """The real ALFWorld data is not where ``$ALFWORLD_DATA`` says."""
-
-
-# ------------------------------------------------------------------ s-expressions
-_TOKEN = re.compile(r";[^\n]*|[()]|[^\s();]+")
-
-
-def _tokens(text: str) -> Iterable[str]:
-    for match in _TOKEN.finditer(text):
-        token = match.group()
-        if not token.startswith(";"):  # a PDDL comment runs to the end of the line
-            yield token
-
-
-def _read(tokens: Iterable[str], *, first_only: bool) -> list:
-    top: list = []
-    stack: list[list] = [top]
-    for token in tokens:
-        if token == "(":
-            stack.append([])
-        elif token == ")":
-            if len(stack) == 1:
-                raise SExprError("unbalanced s-expression: a ')' closes nothing")
-            done = stack.pop()
-            stack[-1].append(done)
-        else:
-            stack[-1].append(token)
-        if first_only and top and len(stack) == 1:
-            return top
-    if len(stack) > 1:
-        raise SExprError(f"unbalanced s-expression: {len(stack) - 1} '(' left open")
-    return top
-
-
-def parse_sexprs(text: str) -> list:
-    """Every top-level expression of ``text``: a list is a Python list, an atom a string
-    (case kept). ``;`` comments are skipped; unbalanced parentheses raise ``SExprError``."""
-    return _read(_tokens(text), first_only=False)
-
-
-def read_sexpr(text: str):
-    """The first expression of ``text``; what follows it is not read (alfworld's goal
-    templates end with a stray ``)`` that closes the problem's ``(define``)."""
-    found = _read(_tokens(text), first_only=True)
-    if not found:
-        raise SExprError("no s-expression in the text")
-    return found[0]
-
-
-def _lower(tree):
-    return tree.lower() if isinstance(tree, str) else [_lower(t) for t in tree]
 
 
 def _section(problem: list, key: str) -> list:
@@ -219,7 +166,7 @@ def _goal_templates() -> tuple[_Template, ...]:
     found = []
     for task_type, text in tables()["goal_pddl"].items():
         tree = read_sexpr(text.replace("#", "-"))  # the goal library writes '#' for '-'
-        found.append(_Template(task_type, _lower(tree)))
+        found.append(_Template(task_type, lower_atoms(tree)))
     return tuple(found)
 
 
@@ -240,7 +187,7 @@ def _match(pattern, tree, binding: dict[str, str]) -> bool:
 
 
 def _goal_from_pddl(goal_section: list, spelling: dict[str, str]) -> Goal | None:
-    tree = _lower([":goal", *goal_section])
+    tree = lower_atoms([":goal", *goal_section])
     for template in _goal_templates():
         binding: dict[str, str] = {}
         if _match(template.tree, tree, binding):
@@ -317,9 +264,8 @@ def spec_from_pddl(
     if problem is None:
         raise ValueError("not a PDDL problem: no (define ...) expression")
     spelling = _type_names(_section(problem, ":objects"))
-    facts = [
-        f for f in _lower(_section(problem, ":init")) if isinstance(f, list) and f and isinstance(f[0], str)
-    ]
+    init = lower_atoms(_section(problem, ":init"))
+    facts = [f for f in init if isinstance(f, list) and f and isinstance(f[0], str)]
 
     unary: dict[str, set[str]] = {}
     rtype: dict[str, str] = {}
