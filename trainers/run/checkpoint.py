@@ -1,24 +1,7 @@
 """Atomic, pickle-free training checkpoints: trainable weights, optimiser states, RNG states
 and step, each checkpoint sealed by a manifest so that a broken one is noticed and skipped.
-
-Layout of ``<run dir>/checkpoints/step_<N>/`` (tensors in safetensors, the rest in JSON;
-nothing is unpickled, so loading a run directory someone else made runs none of its code):
-
-* ``weights.safetensors``: every learner unit's trainable parameters, keyed
-  ``"<unit name>/<parameter name>"`` (the LoRA parameters of an adapter unit, all
-  parameters of a full-model unit);
-* ``optimizer.safetensors`` + ``optimizer.json``: each unit's optimiser ``state_dict``. The
-  tensors (AdamW's moments and its 0-dim ``step`` counters) are in the safetensors file under
-  their path in the state dict, e.g. ``"<unit name>/state/<param index>/exp_avg"``; the JSON
-  holds the rest (``param_groups``, plain state entries) with ``{"__tensor__": "<path>"}`` in
-  each tensor's place, ``{"__tuple__": [...]}`` for tuples and ``{"__items__": [[key, value],
-  ...]}`` for dicts with non-string keys, so the reloaded ``state_dict`` is identical (types,
-  dtypes and all);
-* ``rng.safetensors`` + ``rng.json``: the global RNG states in the same encoding: Python's
-  ``random.getstate()``, NumPy's ``np.random.get_state(legacy=False)`` (its uint32 key as a
-  list of ints) and torch's CPU generator state (a uint8 tensor);
-* ``state.json``: the step and whatever the trainer adds;
-* ``manifest.json``: the size and SHA-256 of each file above; written last.
+What the files of ``<run dir>/checkpoints/step_<N>/`` hold and how they are encoded:
+``trainers.run.checkpoint_files``.
 
 Saving writes a temporary sibling directory (``.tmp-step_<N>-<pid>``, always ignored), fsyncs
 every file, then writes and fsyncs the manifest, and renames the directory into place. A run
@@ -40,13 +23,12 @@ still serves weights-only uses (evaluating the run, ``--init``), which need no p
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import random
 import shutil
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -57,6 +39,22 @@ from safetensors import safe_open
 from safetensors.torch import load_file, save_file
 
 from trainers.errors import ConfigError
+from trainers.run.checkpoint_files import (
+    FILES,
+    LEGACY_REASON,
+    MANIFEST,
+    STATE,
+    WEIGHTS,
+    CheckpointError,
+    fsync_dir,
+    fsync_file,
+    is_legacy,
+    load_part,
+    read_tree,
+    verify_manifest,
+    write_manifest,
+    write_tree,
+)
 
 __all__ = [
     "CheckpointError",
@@ -74,23 +72,6 @@ __all__ = [
 
 _PREFIX = "step_"
 _TMP = ".tmp-"
-_MANIFEST = "manifest.json"
-_FORMAT = 1
-_WEIGHTS = "weights.safetensors"
-_STATE = "state.json"
-# Every file of a checkpoint but the manifest; all of them are in the manifest.
-_FILES = (_WEIGHTS, "optimizer.safetensors", "optimizer.json", "rng.safetensors", "rng.json", _STATE)
-_LEGACY_FILES = ("optimizer.pt", "rng.pt")  # the old format's pickles: never opened
-_TENSOR, _TUPLE, _ITEMS = "__tensor__", "__tuple__", "__items__"
-_TAGS = (_TENSOR, _TUPLE, _ITEMS)
-_LEGACY_REASON = (
-    "old checkpoint format (optimizer.pt, rng.pt): it needs pickle to load, and unpickling can run "
-    "any code the file carries, so it is no longer loaded"
-)
-
-
-class CheckpointError(ConfigError):
-    """A checkpoint directory is broken or of the old pickle format; the message says why."""
 
 
 def _checkpoint_dir(run_dir: Path, step: int) -> Path:
@@ -105,100 +86,6 @@ def unit_tensors(learner: Any) -> dict[str, torch.Tensor]:
         for parameter in unit.parameters:
             tensors[f"{name}/{names[id(parameter)]}"] = parameter.detach().cpu().contiguous()
     return tensors
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _fsync_file(path: Path) -> None:
-    with open(path, "rb") as handle:
-        os.fsync(handle.fileno())
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-# --- tensors + plain data: the encoding of optimiser and RNG states -------------------------
-
-
-def _child(key: str, part: Any) -> str:
-    return f"{key}/{part}" if key else str(part)
-
-
-def _encode(value: Any, key: str, tensors: dict[str, torch.Tensor]) -> Any:
-    """JSON-able form of ``value``; its tensors go into ``tensors`` under their path ``key``.
-
-    JSON alone would turn tuples into lists and int dict keys into strings, which
-    ``load_state_dict`` and ``random.setstate`` do not all forgive, so both are tagged.
-    """
-    if isinstance(value, torch.Tensor):
-        if key in tensors:
-            raise ValueError(f"two tensors of a checkpoint would share the key {key!r}")
-        tensors[key] = value.detach().cpu().contiguous()
-        return {_TENSOR: key}
-    if value is None or isinstance(value, bool | int | float | str):
-        return value
-    if isinstance(value, tuple):
-        return {_TUPLE: [_encode(v, _child(key, i), tensors) for i, v in enumerate(value)]}
-    if isinstance(value, list):
-        return [_encode(v, _child(key, i), tensors) for i, v in enumerate(value)]
-    if isinstance(value, Mapping):
-        if all(isinstance(k, str) and k not in _TAGS for k in value):
-            return {k: _encode(v, _child(key, k), tensors) for k, v in value.items()}
-        pairs = [[_encode(k, "", {}), _encode(v, _child(key, k), tensors)] for k, v in value.items()]
-        return {_ITEMS: pairs}
-    # Fail at save time, not at resume time: anything else would need pickle.
-    raise TypeError(f"checkpoint entry {key!r} is a {type(value).__name__}: only tensors and plain data")
-
-
-def _decode(value: Any, tensors: Mapping[str, torch.Tensor]) -> Any:
-    """Inverse of :func:`_encode`."""
-    if isinstance(value, list):
-        return [_decode(v, tensors) for v in value]
-    if not isinstance(value, dict):
-        return value
-    if len(value) == 1 and next(iter(value)) in _TAGS:
-        tag, inner = next(iter(value.items()))
-        if tag == _TENSOR:
-            return tensors[inner]
-        if tag == _TUPLE:
-            return tuple(_decode(v, tensors) for v in inner)
-        return {_decode(k, tensors): _decode(v, tensors) for k, v in inner}
-    return {k: _decode(v, tensors) for k, v in value.items()}
-
-
-def _write_tree(directory: Path, stem: str, tree: Any) -> None:
-    """``tree`` as ``<stem>.safetensors`` (its tensors) and ``<stem>.json`` (everything else)."""
-
-    tensors: dict[str, torch.Tensor] = {}
-    plain = _encode(tree, "", tensors)
-    save_file(tensors, str(directory / f"{stem}.safetensors"))
-    (directory / f"{stem}.json").write_text(json.dumps(plain))
-
-
-def _load_part(path: Path, load: Callable[[Path], Any]) -> Any:
-    """``load(path)``, any failure reported as a broken checkpoint naming the file."""
-    try:
-        return load(path)
-    except Exception as err:  # whatever a damaged file makes a parser raise: the file is broken
-        raise CheckpointError(f"{path.name} does not load ({type(err).__name__}: {err})") from err
-
-
-def _read_tree(directory: Path, stem: str) -> Any:
-
-    tensors = _load_part(directory / f"{stem}.safetensors", lambda p: load_file(str(p)))
-    plain = _load_part(directory / f"{stem}.json", lambda p: json.loads(p.read_text()))
-    return _load_part(directory / f"{stem}.json", lambda _: _decode(plain, tensors))
 
 
 # --- RNG states ------------------------------------------------------------------------------
@@ -228,53 +115,6 @@ def _set_rng(rng: Mapping[str, Any]) -> None:
     torch.set_rng_state(rng["torch"])
 
 
-# --- manifest --------------------------------------------------------------------------------
-
-
-def _write_manifest(directory: Path) -> None:
-    files = {
-        name: {"size": (directory / name).stat().st_size, "sha256": _sha256(directory / name)}
-        for name in _FILES
-    }
-    (directory / _MANIFEST).write_text(json.dumps({"format": _FORMAT, "files": files}, indent=2))
-
-
-def _is_legacy(path: Path) -> bool:
-    return not (path / _MANIFEST).exists() and any((path / name).exists() for name in _LEGACY_FILES)
-
-
-def _verify_manifest(path: Path, names: tuple[str, ...] = _FILES) -> None:
-    """Check files ``names`` of checkpoint ``path`` against its manifest (size, then SHA-256).
-
-    Raises:
-        CheckpointError: No manifest, an unreadable one, or a file missing or not as recorded.
-    """
-    if not (path / _MANIFEST).is_file():
-        raise CheckpointError(
-            _LEGACY_REASON if _is_legacy(path) else "no manifest.json (the save never finished)"
-        )
-    manifest = _load_part(path / _MANIFEST, lambda p: json.loads(p.read_text()))
-    try:
-        if manifest["format"] != _FORMAT:
-            raise ValueError(f"format {manifest['format']!r}, this version reads format {_FORMAT}")
-        recorded = {
-            name: (int(manifest["files"][name]["size"]), str(manifest["files"][name]["sha256"]))
-            for name in names
-        }
-    except (KeyError, TypeError, ValueError) as err:
-        raise CheckpointError(f"manifest.json is not a valid manifest ({type(err).__name__}: {err})") from err
-    for name, (size, sha256) in recorded.items():
-        file = path / name
-        if not file.is_file():
-            raise CheckpointError(f"{name} is missing")
-        if file.stat().st_size != size:
-            raise CheckpointError(
-                f"{name} has {file.stat().st_size} bytes, the manifest says {size} (truncated?)"
-            )
-        if _sha256(file) != sha256:
-            raise CheckpointError(f"{name} does not match its SHA-256 in manifest.json (corrupted)")
-
-
 # --- saving ----------------------------------------------------------------------------------
 
 
@@ -302,21 +142,21 @@ def save_checkpoint(
     tmp = final.with_name(f"{_TMP}{final.name}-{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
-    save_file(unit_tensors(learner), str(tmp / _WEIGHTS))
-    _write_tree(tmp, "optimizer", {name: unit.optimizer.state_dict() for name, unit in learner.units.items()})
-    _write_tree(tmp, "rng", _rng_states())
-    (tmp / _STATE).write_text(json.dumps({**state, "step": step}, indent=2))
-    for name in _FILES:
-        _fsync_file(tmp / name)
+    save_file(unit_tensors(learner), str(tmp / WEIGHTS))
+    write_tree(tmp, "optimizer", {name: unit.optimizer.state_dict() for name, unit in learner.units.items()})
+    write_tree(tmp, "rng", _rng_states())
+    (tmp / STATE).write_text(json.dumps({**state, "step": step}, indent=2))
+    for name in FILES:
+        fsync_file(tmp / name)
     # The manifest last, once everything it vouches for is on disk: a manifest that matches
     # means the checkpoint is whole.
-    _write_manifest(tmp)
-    _fsync_file(tmp / _MANIFEST)
-    _fsync_dir(tmp)
+    write_manifest(tmp)
+    fsync_file(tmp / MANIFEST)
+    fsync_dir(tmp)
     if final.exists():  # a redone step after resume: replace the old one
         shutil.rmtree(final)
     os.replace(tmp, final)
-    _fsync_dir(final.parent)
+    fsync_dir(final.parent)
     _prune(run_dir, step, keep)
     return final
 
@@ -330,7 +170,7 @@ def _prune(run_dir: Path, step: int, keep: int) -> None:
     the run redoes those steps, so they go too.
     """
     checkpoints = list_checkpoints(run_dir)
-    complete = [p for p in checkpoints if _step(p) <= step and (p / _MANIFEST).is_file()]
+    complete = [p for p in checkpoints if _step(p) <= step and (p / MANIFEST).is_file()]
     kept = set(complete[-max(1, keep) :])
     for old in checkpoints:
         if old not in kept:
@@ -359,9 +199,9 @@ def list_checkpoints(run_dir: str | Path) -> list[Path]:
 
 
 def _read_state(path: Path) -> dict[str, Any]:
-    state = _load_part(path / _STATE, lambda p: json.loads(p.read_text()))
+    state = load_part(path / STATE, lambda p: json.loads(p.read_text()))
     if not isinstance(state, dict) or not isinstance(state.get("step"), int):
-        raise CheckpointError(f"{_STATE} holds no integer step")
+        raise CheckpointError(f"{STATE} holds no integer step")
     return state
 
 
@@ -372,7 +212,7 @@ def _check_legacy(path: Path) -> None:
         with safe_open(str(file), "pt") as weights:  # checks the header covers the whole file
             weights.keys()
 
-    _load_part(path / _WEIGHTS, header)
+    load_part(path / WEIGHTS, header)
     _read_state(path)
 
 
@@ -382,10 +222,10 @@ def _problem(path: Path, full: bool) -> str | None:
     try:
         if full:
             _read(path)
-        elif _is_legacy(path):
+        elif is_legacy(path):
             _check_legacy(path)
         else:
-            _verify_manifest(path, (_WEIGHTS, _STATE))
+            verify_manifest(path, (WEIGHTS, STATE))
     except CheckpointError as err:
         return str(err)
     return None
@@ -431,9 +271,9 @@ def resume_checkpoint(run_dir: str | Path) -> Path | None:
     found, problems = _scan(run_dir, full=True)
     if found is not None or not problems:
         return found
-    if all(_is_legacy(path) for path in problems):
+    if all(is_legacy(path) for path in problems):
         raise ConfigError(
-            f"run {run_dir} cannot be resumed: its checkpoints are in the {_LEGACY_REASON}. Start it "
+            f"run {run_dir} cannot be resumed: its checkpoints are in the {LEGACY_REASON}. Start it "
             f"afresh (the same command without --resume), or start a new run from its trained weights "
             f"with --init {run_dir} (they are safetensors, no pickle)"
         )
@@ -497,14 +337,14 @@ def _read(path: Path) -> _Contents:
         CheckpointError: Anything that keeps it from loading; the message names the file.
     """
 
-    _verify_manifest(path)
+    verify_manifest(path)
     state = _read_state(path)
-    weights = _load_part(path / _WEIGHTS, lambda p: load_file(str(p)))
-    optimizers = _read_tree(path, "optimizer")
+    weights = load_part(path / WEIGHTS, lambda p: load_file(str(p)))
+    optimizers = read_tree(path, "optimizer")
     if not isinstance(optimizers, dict):
         raise CheckpointError("optimizer.json holds no per-unit optimiser states")
-    rng = _read_tree(path, "rng")
-    _load_part(path / "rng.json", lambda _: _check_rng(rng))
+    rng = read_tree(path, "rng")
+    load_part(path / "rng.json", lambda _: _check_rng(rng))
     return _Contents(weights, optimizers, rng, state)
 
 
@@ -534,7 +374,7 @@ def load_weights(path: str | Path, learner: Any) -> None:
     """
 
     path = Path(path)
-    _copy_weights(load_file(str(path / _WEIGHTS)), learner, path)
+    _copy_weights(load_file(str(path / WEIGHTS)), learner, path)
 
 
 def init_checkpoint(path: str | Path, *, model: str) -> Path:

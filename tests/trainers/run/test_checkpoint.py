@@ -27,9 +27,6 @@ from trainers.records import TaskKey
 from trainers.rollout import tree_rollout
 from trainers.run.checkpoint import (
     CheckpointError,
-    _read_tree,
-    _write_manifest,
-    _write_tree,
     find_checkpoint,
     latest_checkpoint,
     list_checkpoints,
@@ -38,6 +35,7 @@ from trainers.run.checkpoint import (
     resume_checkpoint,
     save_checkpoint,
 )
+from trainers.run.checkpoint_files import read_tree, write_manifest, write_tree
 from trainers.sft import train_sft
 from trainers.sft_config import SFTConfig
 
@@ -183,10 +181,10 @@ def test_the_encoding_keeps_types_dtypes_and_odd_values(tmp_path):
         (1, "x"): "tuple key",
         "big": 2**80,
     }
-    _write_tree(tmp_path, "tree", tree)
-    assert_identical(_read_tree(tmp_path, "tree"), tree)
+    write_tree(tmp_path, "tree", tree)
+    assert_identical(read_tree(tmp_path, "tree"), tree)
     with pytest.raises(TypeError, match="odd.*only tensors and plain data"):
-        _write_tree(tmp_path, "bad", {"odd": object()})
+        write_tree(tmp_path, "bad", {"odd": object()})
 
 
 def test_retention_and_incomplete_directories(tmp_path, learner):
@@ -235,7 +233,7 @@ def resealed(damage):
 
     def apply(checkpoint: Path) -> None:
         damage(checkpoint)
-        _write_manifest(checkpoint)
+        write_manifest(checkpoint)
 
     return apply
 
