@@ -1,0 +1,75 @@
+"""The learner's units: what one optimiser trains (a whole model, or one role's LoRA adapter),
+found from a ``Team``'s bindings and named like ``Turn.policy``."""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from agents.base import ServedPolicy
+from agents.hf import HFPolicy
+from agents.team import Team
+from trainers.learner_config import LearnerConfig
+
+__all__ = ["TrainUnit", "units_from_team"]
+
+
+@dataclass
+class TrainUnit:
+    """One optimiser's worth of parameters: a model, or one adapter of a model."""
+
+    name: str
+    policy: HFPolicy
+    adapter: str | None
+    parameters: list[torch.nn.Parameter]
+    optimizer: torch.optim.Optimizer
+    reference: Any = None  # frozen model for the KL term (None: adapters-off base, or no KL)
+
+
+def units_from_team(team: Team, config: LearnerConfig) -> dict[str, TrainUnit]:
+    units: dict[str, TrainUnit] = {}
+    for binding in team.bindings.values():
+        # A served policy (agents.vllm.VLLMPolicy) samples with an engine and is trained
+        # through its HF copy, ``.trainable``; the trainer syncs the engine after each step.
+        served = isinstance(binding.policy, ServedPolicy)
+        policy, adapter = (binding.policy.trainable if served else binding.policy), binding.adapter
+        if not isinstance(policy, HFPolicy):
+            continue  # scripted policies have nothing to train
+        name = binding.policy_id
+        if name in units:
+            if units[name].policy is not policy:  # samples are routed to units by this name
+                raise ValueError(
+                    f"two different policies are both named {policy.name!r}; samples could not tell them "
+                    "apart. Name each per-role model: HFPolicy(..., name='planner-model')"
+                )
+            continue
+        if adapter is None and policy.adapter_names:
+            raise ValueError(
+                f"role bound to {policy.name!r} without an adapter, but that policy has adapters "
+                f"{list(policy.adapter_names)}; bind each role to its adapter (Team.per_role)"
+            )
+        if adapter is None:
+            parameters = list(policy.model.parameters())
+            reference = _frozen_copy(policy.model) if config.kl_coef > 0 else None
+        else:
+            parameters = [
+                p for n, p in policy.model.named_parameters() if "lora_" in n and f".{adapter}." in n
+            ]
+            reference = None  # the base model with adapters disabled
+        for parameter in parameters:
+            parameter.requires_grad_(True)
+        optimizer = torch.optim.AdamW(parameters, lr=config.lr, weight_decay=config.weight_decay)
+        units[name] = TrainUnit(name, policy, adapter, parameters, optimizer, reference)
+    if not units:
+        raise ValueError("the team has no trainable policy (only scripted ones); bind an HFPolicy to a role")
+    return units
+
+
+def _frozen_copy(model: torch.nn.Module) -> torch.nn.Module:
+    reference = copy.deepcopy(model).eval()
+    for parameter in reference.parameters():
+        parameter.requires_grad_(False)
+    return reference
