@@ -52,7 +52,9 @@ the file has not seen are evaluated again by their first arm, which records how 
 with the first warm start's. Prints the table, the
 generalisation table, the differences between arms with their standard errors, wall time per
 arm and phase, and writes the JSON and a PNG beside it (validation success against training
-minutes, or steps, with +- 1 s.e. bands).
+minutes, or steps, with +- 1 s.e. bands), all over the cells of ``--arms`` x ``--seeds``; with
+``--report-only`` it trains nothing and reports those cells the results file has finished
+(e.g. a whole protocol after its cells were run one ``--arms ARM --seeds S`` at a time).
 """
 
 from __future__ import annotations
@@ -343,6 +345,11 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, Any]]:
     parser.add_argument("--run-name", default=None, help="default: the env's name; a rerun resumes it")
     parser.add_argument("--results", default=None, help="results JSON (default: <run dir>/learning.json)")
     parser.add_argument("--no-progress", dest="progress", action="store_false")
+    parser.add_argument(
+        "--report-only",
+        action="store_true",
+        help="train nothing: the table and curves of the results file's finished cells of --arms x --seeds",
+    )
     args = parser.parse_args(argv)
     if args.test_tasks < 1:
         parser.error("--test-tasks must be >= 1: the benchmark's numbers are the held-out test success")
@@ -365,7 +372,7 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, Any]]:
     out.mkdir(parents=True, exist_ok=True)
     results = Path(args.results) if args.results else out / "learning.json"
     record = _resume_record(results, args)
-    record["args"] = vars(args)
+    record["args"] = {key: value for key, value in vars(args).items() if key != "report_only"}
     for key in ("warm_start", "warm_start_min", "warm_start_steps"):
         record.setdefault(key, {})
     base = TrainConfig(
@@ -405,6 +412,9 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, Any]]:
         for name in args.arms:
             if (name, seed) in done:
                 print(f"{name} seed {seed}: done (in {results}), skipped")
+                continue
+            if args.report_only:
+                print(f"{name} seed {seed}: not run yet, left out of the report (--report-only)")
                 continue
             team = ARMS[name][1]
             if team not in warm:

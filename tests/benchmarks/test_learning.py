@@ -80,6 +80,12 @@ def test_smoke_run_prints_every_arm_and_a_rerun_resumes_it(tmp_path, capsys):
     assert len(rerun) == 6
     assert rerun["grpo-mas", 1]["after"] == old["grpo-mas", 1]["after"]  # resumed: its own test.jsonl
     assert (result.parent / "grpo-single-seed1" / "checkpoints").is_dir()  # trained again
+    # --report-only: the table of the finished cells; a cell not run yet is named, not trained.
+    seed2 = [*args[: args.index("--seeds") + 1], "0", "1", "2", *args[args.index("--seeds") + 3 :]]
+    reported = learning.main([*seed2, "--report-only"])
+    assert "grpo-mas seed 2: not run yet" in capsys.readouterr().out
+    assert reported["grpo-mas"]["seeds"] == [0, 1] and len(json.loads(result.read_text())["runs"]) == 6
+    assert "report_only" not in json.loads(result.read_text())["args"]
     # A new checkout: the results file is there, a warm start's run dir is not. The warm start
     # is trained again for its recorded steps; on the same machine its weights are bit for bit
     # the first ones, so its arms reuse the step-0 evaluations kept under their checksum.
