@@ -128,6 +128,20 @@ def _fmt(mean_and_se: tuple[float, float] | list[float]) -> str:
     return f"{mean_and_se[0]:.3f} +- {mean_and_se[1]:.3f}"
 
 
+def comparison_line(summary: dict[str, dict[str, Any]], first: str, other: str) -> str:
+    """``first - other: diff +- s.e. (...)``: the difference of two arms' held-out success after
+    training, in standard errors over seeds where both arms have them."""
+    a, b = summary[first]["after"], summary[other]["after"]
+    diff, se = a[0] - b[0], float(np.hypot(a[1], b[1]))
+    if min(len(summary[first]["seeds"]), len(summary[other]["seeds"])) < 2:
+        note = "no s.e. over seeds: an arm has one seed"
+    elif se == 0:
+        note = "s.e. 0: every seed of both arms ended equal"
+    else:
+        note = f"s.e.; {diff / se:+.1f} s.e."
+    return f"{first} - {other}: {diff:+.3f} +- {se:.3f} ({note})"
+
+
 def print_report(
     summary: dict[str, dict[str, Any]],
     args: argparse.Namespace,
@@ -183,10 +197,7 @@ def print_report(
     print_table(header, rows)
     for first, other in comparisons:
         if first in summary and other in summary:
-            a, b = summary[first]["after"], summary[other]["after"]
-            diff, se = a[0] - b[0], float(np.hypot(a[1], b[1]))
-            ratio = diff / se if se > 0 else float("nan")
-            print(f"{first} - {other}: {diff:+.3f} +- {se:.3f} (s.e.; {ratio:+.1f} s.e.)")
+            print(comparison_line(summary, first, other))
     print(
         "train min: the arm's training steps (rollout + update), evaluations excluded; gen / learn: its parts"
     )

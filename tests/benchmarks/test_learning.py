@@ -13,7 +13,7 @@ import pytest
 
 import envs
 from benchmarks import learning
-from benchmarks.learning_report import summarise
+from benchmarks.learning_report import comparison_line, summarise
 from trainers.run.files import read_jsonl
 
 # measured 0.55 GB added (the smoke benchmark runs five times in the test process)
@@ -206,3 +206,20 @@ def test_each_seed_is_generalised_from_its_own_warm_start_and_old_cells_from_the
     assert [r["general_before"]["hard"]["success"] for r in runs] == [0.25, 0.75]
     hard = summarise(runs, {"grpo-tool": "tool"}, 0.0)["grpo-tool"]["general"]["hard"]
     assert hard["before"] == pytest.approx((0.5, 0.25)) and hard["after"] == pytest.approx((0.625, 0.125))
+
+
+def test_a_comparison_says_when_its_standard_error_means_nothing():
+    def arm(seeds, after):
+        return {"seeds": seeds, "after": after}
+
+    summary = {
+        "tool": arm([0, 1, 2], (1.0, 0.0)),
+        "tool_grpo": arm([0, 1, 2], (1.0, 0.0)),
+        "single": arm([0, 1, 2], (0.456, 0.026)),
+        "mas": arm([0], (0.109, 0.0)),
+    }
+    assert comparison_line(summary, "tool", "single") == "tool - single: +0.544 +- 0.026 (s.e.; +20.9 s.e.)"
+    equal = comparison_line(summary, "tool", "tool_grpo")
+    assert equal.endswith("(s.e. 0: every seed of both arms ended equal)")
+    assert comparison_line(summary, "mas", "single").endswith("(no s.e. over seeds: an arm has one seed)")
+
