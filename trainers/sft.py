@@ -461,8 +461,9 @@ def format_sft_summary(summary: SFTSummary, config: SFTConfig) -> str:
             lines.append(f"  {variant}: " + held_out_line(before, {**after, "first_task_seed": first_seed}))
     lines += [
         *run_files_lines(summary.run_dir, COMMAND),
+        # the team the checkpoint rebuilds (the first of --teams): a tool warm start needs --team tool
         f"  next        python -m trainers.at_grpo --env {config.env} --model {config.model} "
-        f"--init {summary.run_dir}",
+        f"--team {config.team} --init {summary.run_dir}",
     ]
     return "\n".join(lines)
 

@@ -425,6 +425,7 @@ def test_in_run_evaluations_play_the_validation_slice_and_the_test_number_the_he
     text = format_sft_summary(run, resolve_sft_config(config))
     assert "mas: held-out test success" in text and "single: held-out test success" in text
     assert "3 tasks from test index 1000000" in text
+    assert f"trainers.at_grpo --env {ONE_TOKEN_ID} --model tiny-test --team mas --init {run.run_dir}" in text
 
 
 def test_test_tasks_zero_plays_no_test_evaluation(tmp_path):
