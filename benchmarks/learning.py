@@ -428,6 +428,12 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, Any]]:
             record["runs"].append(cell)
             _write_json(results, record)  # a finished cell is never run again
     runs = [r for r in record["runs"] if r["arm"] in args.arms and r["seed"] in args.seeds]
+    if args.report_only and not runs:
+        raise SystemExit(
+            f"python -m benchmarks.learning --report-only: {results} has no finished cell of --arms "
+            f"{' '.join(args.arms)} x --seeds {' '.join(map(str, args.seeds))}; run the same command "
+            "without --report-only first"
+        )
     summary = summarise(runs, {name: ARMS[name][1] for name in ARMS}, args.eval_every_minutes or 0.0)
     print_report(summary, args, record["warm_start_min"], COMPARISONS)
     record["summary"] = summary

@@ -223,3 +223,11 @@ def test_a_comparison_says_when_its_standard_error_means_nothing():
     assert equal.endswith("(s.e. 0: every seed of both arms ended equal)")
     assert comparison_line(summary, "mas", "single").endswith("(no s.e. over seeds: an arm has one seed)")
 
+
+def test_report_only_with_no_finished_cell_says_so_and_writes_nothing(tmp_path):
+    results = tmp_path / "none.json"
+    with pytest.raises(SystemExit, match="has no finished cell of --arms grpo-single x --seeds 0"):
+        learning.main(["--report-only", "--arms", "grpo-single", "--seeds", "0", "--results", str(results),
+                       "--output-dir", str(tmp_path)])  # fmt: skip
+    assert not results.exists()
+
