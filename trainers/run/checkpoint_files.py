@@ -37,6 +37,11 @@ from safetensors.torch import load_file, save_file
 
 from trainers.errors import ConfigError
 
+__all__ = [
+    "CheckpointError", "FILES", "LEGACY_REASON", "MANIFEST", "STATE", "WEIGHTS", "fsync_dir", "fsync_file",
+    "is_legacy", "load_part", "read_tree", "verify_manifest", "write_manifest", "write_tree",
+]  # fmt: skip
+
 MANIFEST = "manifest.json"
 _FORMAT = 1
 WEIGHTS = "weights.safetensors"
@@ -52,11 +57,8 @@ LEGACY_REASON = (
 )
 
 
-
-
 class CheckpointError(ConfigError):
     """A checkpoint directory is broken or of the old pickle format; the message says why."""
-
 
 
 def fsync_dir(path: Path) -> None:
