@@ -162,7 +162,11 @@ class HFPolicy:
         prompts = [as_prompt(p) for p in prompts]
         prompt_ids = [self.prompt_token_ids(p) for p in prompts]
         generator = torch.Generator(device=self.device)
-        generator.manual_seed(sampling.seed if sampling.seed is not None else int(torch.seed() % 2**63))
+        # Without a seed, draw one from torch's global generator rather than torch.seed(): that
+        # would reseed the global generator from the OS and make everything after it (LoRA
+        # initialisation, dropout) irreproducible for a process seeded with seed_everything.
+        seed = sampling.seed if sampling.seed is not None else int(torch.randint(2**62, (1,)).item())
+        generator.manual_seed(seed)
         # Prompts with their own seed sample from their own generator (Prompt.seed), so their
         # samples do not depend on the other prompts of the call.
         own_seeds = any(p.seed is not None for p in prompts)

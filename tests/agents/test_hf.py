@@ -104,6 +104,25 @@ def test_greedy_is_padding_and_chunking_invariant(tiny):
     assert max_logprob_error(tiny, batched, 0.0) <= LOGPROB_TOLERANCE
 
 
+def test_unseeded_sampling_follows_the_seeded_global_generator_and_leaves_it_seeded(tiny):
+    """Without SamplingParams.seed a call draws its seed from torch's global generator: a
+    process seeded once (seed_everything) samples the same again, and what it draws after the
+    call (LoRA initialisation, dropout) is reproducible too."""
+    sampling = SamplingParams(max_new_tokens=12)
+
+    def run():
+        torch.manual_seed(7)
+        first = tiny.generate(PROMPTS[:2], num_samples=2, sampling=sampling)
+        second = tiny.generate(PROMPTS[:2], num_samples=2, sampling=sampling)
+        return first, second, torch.rand(3)
+
+    first, second, after = run()
+    again_first, again_second, again_after = run()
+    assert (first, second) == (again_first, again_second)
+    assert torch.equal(after, again_after)
+    assert first != second  # each unseeded call still samples afresh
+
+
 def test_a_prompt_with_its_own_seed_samples_the_same_beside_any_other_prompts(tiny):
     """Prompt.seed: a prompt's samples depend on it, its seed and the model, not on the rest of
     the call (what lets a rollout be split over workers)."""
