@@ -11,9 +11,9 @@ from benchmarks.eval_config import ConfigError, EvalConfig
 from benchmarks.eval_report import Column
 from benchmarks.suites import suite_env_ids
 from trainers.config import env_preset
+from trainers.env_setup import EnvSetup
 from trainers.evaluation import check_eval_tasks
 from trainers.records import TaskKey
-from trainers.rollout import EnvSetup
 
 
 def select_columns(config: EvalConfig) -> list[Column]:

@@ -68,10 +68,11 @@ from benchmarks.ladder import ladder_metrics
 from trainers.backends import AUTO, BACKENDS, apply_thread_policy, check_model_available, choose_backend
 from trainers.cli import config_to_dict, parse_overrides
 from trainers.config import env_preset
+from trainers.env_setup import EnvSetup
 from trainers.errors import run_command
 from trainers.evaluation import EVAL_SEED, benchmark_metrics, evaluate_tasks
 from trainers.progress import RunProgress
-from trainers.rollout import EnvSetup, role_sampling_for
+from trainers.rollout import role_sampling_for
 from trainers.run.dirs import check_writable_dir
 from trainers.run.episodes import EPISODES_DIR, write_episode_file
 from trainers.run.files import atomic_write_text

@@ -44,8 +44,8 @@ from trainers.config_fields import (
     check_at_least,
     parse_role_policies,
 )
+from trainers.env_setup import EnvSetup
 from trainers.errors import ConfigError
-from trainers.rollout import EnvSetup
 
 if TYPE_CHECKING:
     from trainers.learner import LearnerConfig  # imported when used: it brings torch

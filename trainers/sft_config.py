@@ -24,7 +24,7 @@ from trainers.config_fields import (
     ReplyFields,
     check_at_least,
 )
-from trainers.rollout import EnvSetup
+from trainers.env_setup import EnvSetup
 
 __all__ = [
     "SFTConfig",

@@ -14,9 +14,10 @@ from agents.base import Generation, Prompt, SamplingParams
 from agents.hf import HFPolicy
 from agents.scripted import OraclePolicy, RandomPolicy
 from agents.team import Team
+from trainers.env_setup import EnvSetup, make_task_env
 from trainers.errors import ConfigError
 from trainers.records import TaskKey
-from trainers.rollout import EnvSetup, RolloutRequest, make_task_env, plain_rollout, play, tree_rollout
+from trainers.rollout import RolloutRequest, plain_rollout, play, tree_rollout
 
 pytestmark = pytest.mark.memory(gb=1)  # measured 0.94 GB added (over the 0.5 GB default)
 
