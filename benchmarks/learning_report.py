@@ -101,14 +101,19 @@ def plot(summary: dict[str, dict[str, Any]], path: Path, title: str) -> Path | N
     except ImportError:
         return None
     by_minutes = all(arm.get("curve_minutes") for arm in summary.values())
-    figure = Figure(figsize=(6.4, 4.2))
+    figure = Figure(figsize=(8.4, 4.2))
     axes = figure.subplots()
-    for name, arm in summary.items():
+    # Arms that end equal (two tool arms at 1.0) would hide each other: each arm its own line
+    # style and marker, and the legend outside the axes, where it covers no curve.
+    styles = [("-", "o"), ("--", "s"), ("-.", "^"), (":", "D")]
+    for index, (name, arm) in enumerate(summary.items()):
+        linestyle, marker = styles[index % len(styles)]
         curve = arm["curve_minutes"] if by_minutes else arm["curve"]
         xs = sorted(curve)
         mean = np.array([curve[x][0] for x in xs])
         se = np.array([curve[x][1] for x in xs])
-        axes.plot(xs, mean, marker="o", label=f"{name} ({len(arm['seeds'])} seeds)")
+        label = f"{name} ({len(arm['seeds'])} seeds)"
+        axes.plot(xs, mean, linestyle=linestyle, marker=marker, label=label)
         axes.fill_between(xs, mean - se, mean + se, alpha=0.2)
     axes.set_xlabel(
         "training minutes (rollout + update; 0: the warm start)"
@@ -118,7 +123,7 @@ def plot(summary: dict[str, dict[str, Any]], path: Path, title: str) -> Path | N
     axes.set_ylabel("validation success (greedy)")
     axes.set_title(title, fontsize=9)
     axes.grid(alpha=0.3)
-    axes.legend()
+    axes.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
     figure.tight_layout()
     figure.savefig(path, dpi=110)
     return path
