@@ -23,8 +23,15 @@ from trainers.run.files import trained_seconds
 
 
 def init_minutes(args: argparse.Namespace) -> float:
-    """The training minutes of the ``--init`` run every arm starts from (from its own metrics)."""
-    return trained_seconds(Path(args.init), UNCAPPED_STEPS) / 60
+    """The training minutes of the ``--init`` weights every arm starts from (from their run's own
+    metrics): a run dir's up to its newest checkpoint, one checkpoint's up to its step (a warm
+    start cut short, ``--init <run>/checkpoints/step_<N>``)."""
+    from trainers.run.checkpoint import find_checkpoint
+    from trainers.run.checkpoint_files import STATE
+
+    run_dir, checkpoint = find_checkpoint(args.init)
+    step = json.loads((checkpoint / STATE).read_text()).get("step", UNCAPPED_STEPS)
+    return trained_seconds(run_dir, step) / 60
 
 
 def prepare_warm_start(
