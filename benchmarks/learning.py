@@ -359,6 +359,16 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, Any]]:
         parser.error("--eval-every-minutes needs --minutes (without it, pass --eval-every STEPS)")
     if args.init and args.warm_minutes:
         parser.error("--warm-minutes trains the warm starts; --init reuses one: pass one of them")
+    if args.init and not args.report_only:  # a results file outlives runs/: say so before any work
+        from trainers.run.checkpoint import find_checkpoint
+
+        try:
+            find_checkpoint(args.init)
+        except (FileNotFoundError, ValueError) as error:
+            parser.error(
+                f"--init {args.init}: {error} (on a new checkout, train that warm start again first: "
+                "docs/results.md gives the trainers.sft command of each benchmark's --init)"
+            )
 
     from trainers.config import TrainConfig
 

@@ -32,6 +32,16 @@ def test_a_run_dir_left_by_a_benchmark_with_other_settings_is_refused_not_resume
     learning._check_same_run(tmp_path, dataclasses.replace(config, init="runs/old-warm-start"))  # the same
 
 
+def test_a_missing_init_is_a_usage_error_naming_the_fix_before_any_work(tmp_path, capsys):
+    missing = tmp_path / "runs" / "cut-warm-start" / "checkpoints" / "step_000013"
+    results = tmp_path / "learning.json"
+    with pytest.raises(SystemExit) as exit_info:
+        learning.main(["--init", str(missing), "--output-dir", str(tmp_path), "--results", str(results)])
+    assert exit_info.value.code == 2
+    assert "train that warm start again first" in capsys.readouterr().err
+    assert not results.exists()  # nothing was written
+
+
 @pytest.mark.slow
 def test_smoke_run_prints_every_arm_and_a_rerun_resumes_it(tmp_path, capsys):
     args = [
