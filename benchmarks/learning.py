@@ -382,7 +382,13 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, Any]]:
     out.mkdir(parents=True, exist_ok=True)
     results = Path(args.results) if args.results else out / "learning.json"
     record = _resume_record(results, args)
+    # The file is one protocol, often run a cell at a time (--arms ARM --seeds S): its args name
+    # every arm and seed it holds, not only the last command's.
+    recorded_arms = set(record.get("args", {}).get("arms", [])) | {r["arm"] for r in record["runs"]}
+    recorded_seeds = set(record.get("args", {}).get("seeds", [])) | {r["seed"] for r in record["runs"]}
     record["args"] = {key: value for key, value in vars(args).items() if key != "report_only"}
+    record["args"]["arms"] = [name for name in ARMS if name in recorded_arms | set(args.arms)]
+    record["args"]["seeds"] = sorted(recorded_seeds | set(args.seeds))
     for key in ("warm_start", "warm_start_min", "warm_start_steps"):
         record.setdefault(key, {})
     base = TrainConfig(
@@ -437,14 +443,17 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, Any]]:
             cell["warm_start_weights"] = weights
             record["runs"].append(cell)
             _write_json(results, record)  # a finished cell is never run again
-    runs = [r for r in record["runs"] if r["arm"] in args.arms and r["seed"] in args.seeds]
-    if args.report_only and not runs:
+    asked = [r for r in record["runs"] if r["arm"] in args.arms and r["seed"] in args.seeds]
+    if args.report_only and not asked:
         raise SystemExit(
             f"python -m benchmarks.learning --report-only: {results} has no finished cell of --arms "
             f"{' '.join(args.arms)} x --seeds {' '.join(map(str, args.seeds))}; run the same command "
             "without --report-only first"
         )
-    summary = summarise(runs, {name: ARMS[name][1] for name in ARMS}, args.eval_every_minutes or 0.0)
+    # The report, the file's summary and its curves cover every finished cell of the file, so a
+    # command that runs one cell does not leave a table and a PNG of that cell alone.
+    arm_teams = {name: ARMS[name][1] for name in ARMS}
+    summary = summarise(record["runs"], arm_teams, args.eval_every_minutes or 0.0)
     print_report(summary, args, record["warm_start_min"], COMPARISONS)
     record["summary"] = summary
     _write_json(results, record)

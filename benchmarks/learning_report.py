@@ -196,7 +196,7 @@ def print_report(
         + " training min, "
         f"then {budget}, K={args.num_generations}, lr={args.lr}, passes={args.passes}; held-out test "
         f"success on {args.test_tasks} tasks from test index {envs.HELDOUT_TEST_START} (greedy), mean "
-        f"+- s.e. over seeds {args.seeds}; task s.e.: the standard error over those test tasks; curves: "
+        f"+- s.e. over each arm's seeds; task s.e.: the standard error over those test tasks; curves: "
         f"{args.eval_split} success on {args.eval_tasks} tasks"
     )
     print_table(header, rows)

@@ -234,6 +234,33 @@ def test_a_comparison_says_when_its_standard_error_means_nothing():
     assert comparison_line(summary, "mas", "single").endswith("(no s.e. over seeds: an arm has one seed)")
 
 
+def _finished_cell(arm: str, seed: int, after: float) -> dict:
+    return {
+        "arm": arm, "seed": seed, "curve": {"0": 0.0, "4": after},
+        "curve_minutes": [[0, 0.0, 0.0], [4, 10.2, after]], "steps": 4, "general": {}, "general_before": {},
+        "before": 0.0, "after": after, "before_task_se": 0.0, "after_task_se": 0.0,
+        "test_tasks": 8, "samples": 64, "wall_s": 900.0,
+        "phases": {"time/step": 612.0, "time/generate": 400.0, "time/learner": 200.0},
+    }  # fmt: skip
+
+
+def test_a_command_that_runs_one_cell_reports_every_finished_cell_of_the_file(tmp_path, capsys):
+    # A long protocol is finished one cell per command (--arms ARM --seeds S): the file's
+    # summary, its curves and its args must stay the whole protocol's, not the last cell's.
+    results = tmp_path / "rlshare.json"
+    cells = [_finished_cell("at_grpo-tool", 0, 1.0), _finished_cell("grpo-tool", 0, 0.5)]
+    recorded_args = {"arms": ["at_grpo-tool"], "seeds": [0]}
+    results.write_text(json.dumps({"runs": cells, "initial": {}, "args": recorded_args}))
+    summary = learning.main(["--report-only", "--arms", "grpo-tool", "--seeds", "0", "1", "--minutes", "30",
+                             "--eval-every-minutes", "10", "--results", str(results),
+                             "--output-dir", str(tmp_path)])  # fmt: skip
+    assert list(summary) == ["at_grpo-tool", "grpo-tool"]
+    assert "at_grpo-tool - grpo-tool: +0.500" in capsys.readouterr().out
+    record = json.loads(results.read_text())
+    assert list(record["summary"]) == ["at_grpo-tool", "grpo-tool"]
+    assert record["args"]["arms"] == ["at_grpo-tool", "grpo-tool"] and record["args"]["seeds"] == [0, 1]
+
+
 def test_report_only_with_no_finished_cell_says_so_and_writes_nothing(tmp_path):
     results = tmp_path / "none.json"
     with pytest.raises(SystemExit, match="has no finished cell of --arms grpo-single x --seeds 0"):
