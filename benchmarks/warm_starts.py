@@ -59,6 +59,11 @@ def prepare_warm_start(
         if not first:  # the budget it stands for is the recorded one
             minutes = record["warm_start_min"].get(team, minutes)
     checksum = weights_checksum(Path(run))
+    if args.init and checksum in step0 and team in record["warm_start_min"]:
+        # The same weights as the file's cells started from, made again (a new checkout, maybe
+        # on a loaded machine, which only slows it): the budget they stand for stays the one
+        # the file recorded.
+        minutes = record["warm_start_min"][team]
     if first and team in record["initial"]:  # a file from before the checksums
         step0.setdefault(checksum, {k: record["initial"][team][k] for k in ("validation", "test")})
     record["warm_start"][team] = run
