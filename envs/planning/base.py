@@ -40,10 +40,18 @@ Every response must put its moves inside ``<answer>...</answer>``. Rewards
                             ``sandbox_timeout_s``.
 ``local/no_output``         tool only, ``-exec_error_penalty``: it printed nothing, or a
                             last line that is not a move list.
+``local/no_program``        tool only, ``-no_program_penalty`` (on top of ``invalid``): the
+                            reply holds no program (no code block, or a blank one).
 ``local/invalid``           ``-invalid_penalty``: no ``<answer>`` block (no code block for
                             the tool), an unreadable move, or an illegal move (moves
                             before it still count; for the tool, a simulated one).
 ==========================  =====================================================
+
+Writing no program must never pay better than writing one that fails: with ``no_program``
+at 0 (the -v1 / sudoku-v0 rewards) a tool reply without a program cost 0.1 and a failing
+program 0.5, and GRPO learned to drop the code fence (every tool reply of a collapsed run
+was unparsable). From plan_path-v2, sokoban-v2 and sudoku-v1 a reply without a program
+costs ``invalid_penalty + no_program_penalty`` (0.6), more than any program run.
 
 Team terms go to every agent (``alpha`` times), so in the tool team the tool agent is paid
 for what its simulated moves achieve (local) and both share what the plan agent's executed
@@ -174,8 +182,9 @@ class PlanningEnv(TextAECEnv):
         **sizes: Overrides of the preset's params fields (e.g. ``height=7``; ``None`` keeps
             the preset's).
         max_moves_per_turn: Moves read from one answer (default per env).
-        success_bonus, optimality_bonus, plan_bonus, exec_error_penalty: Reward sizes
-            (module docstring).
+        success_bonus, optimality_bonus, plan_bonus, exec_error_penalty, no_program_penalty:
+            Reward sizes (module docstring). Keep ``no_program_penalty >= exec_error_penalty``,
+            or a tool agent learns that writing no program is the cheapest failure.
         sandbox_timeout_s: Wall-clock limit of one tool program (``team="tool"``).
         prompt_style: ``"verbose"`` (the -v0 prompts: rules, grammar with an example, the
             role's job) or ``"brief"`` (the -v1 prompts: one line of rules, the grid, the
@@ -214,6 +223,7 @@ class PlanningEnv(TextAECEnv):
         optimality_bonus: float = 0.5,
         plan_bonus: float = 0.5,
         exec_error_penalty: float = 0.5,
+        no_program_penalty: float = 0.5,
         sandbox_timeout_s: float = 5.0,
         prompt_style: str = "verbose",
         **kwargs: Any,
@@ -250,11 +260,12 @@ class PlanningEnv(TextAECEnv):
         self.plan_bonus = float(plan_bonus)
         if self.team == "tool" and self.GAME.tool_program is None:
             raise ValueError(f"{name}: has no tool team yet (no tool_program.py); use team='mas' or 'single'")
-        if exec_error_penalty < 0:
-            raise ValueError(
-                f"{name}: exec_error_penalty is a size, use a value >= 0 (got {exec_error_penalty})"
-            )
+        penalties = {"exec_error_penalty": exec_error_penalty, "no_program_penalty": no_program_penalty}
+        for field, size in penalties.items():
+            if size < 0:
+                raise ValueError(f"{name}: {field} is a size, use a value >= 0 (got {size})")
         self.exec_error_penalty = float(exec_error_penalty)
+        self.no_program_penalty = float(no_program_penalty)
         self.sandbox_limits = SandboxLimits(timeout_s=sandbox_timeout_s)
 
     def _check_horizon(self, name: str) -> None:
@@ -445,7 +456,8 @@ class PlanningEnv(TextAECEnv):
         self.tool_moves = None
         if job is None:
             self.tool_report = None
-            return StepOutcome(invalid=True, feedback="No ```python code block found.")
+            local = {"no_program": -self.no_program_penalty} if self.no_program_penalty else {}
+            return StepOutcome(local=local, invalid=True, feedback="No ```python code block found.")
         run = tool_runs.read_run(run_remembered(job), self.sandbox_limits)
         program = to_ascii(job.code, max_chars=tool_runs.MAX_PROGRAM_CHARS)
         moves, error = self._parse_moves(run.printed) if run.failure is None else ([], None)

@@ -18,7 +18,7 @@ def test_scripted_team_solves_plan_path_and_prints_each_turn(capsys):
     summary = main(["--env", "plan_path", "--team", "scripted"])
     out = capsys.readouterr().out
     assert summary["success"] is True
-    assert summary["env"] == "plan_path-v1" and summary["team"] == "scripted"
+    assert summary["env"] == "plan_path-v2" and summary["team"] == "scripted"
     assert set(summary["rewards"]) == {"planner_0", "executor_0"}
     assert summary["rewards"]["executor_0"] > 0
     assert out.count("=== turn ") == summary["turns"] >= 2
@@ -71,7 +71,7 @@ def test_unknown_env_exits_2_with_a_helpful_message(capsys):
         main(["--env", "sokobn", "--team", "scripted"])
     assert exit_info.value.code == 2
     err = capsys.readouterr().err
-    assert "No env registered as 'sokobn'" in err and "Did you mean 'sokoban-v1'" in err
+    assert "No env registered as 'sokobn'" in err and "Did you mean 'sokoban-v2'" in err
 
 
 def test_bad_env_arguments_exit_2(capsys):

@@ -113,7 +113,7 @@ def test_turn_order_is_the_roles_order_and_check_env_demands_it(env):
     team = Team.shared(("executor", "planner"), OraclePolicy())
     assert team.turn_order == ("executor", "planner")
     with pytest.raises(
-        ValueError, match=r"envs\.make\('plan_path-v1', turn_order=\('executor', 'planner'\)\)"
+        ValueError, match=r"envs\.make\('plan_path-v2', turn_order=\('executor', 'planner'\)\)"
     ):
         team.check_env(envs.make("plan_path"))
     with pytest.raises(ValueError, match="team variant"):

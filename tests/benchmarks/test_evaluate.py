@@ -24,7 +24,7 @@ from trainers.run.files import read_jsonl
 pytestmark = pytest.mark.memory(gb=1)  # measured 0.92 GB added on a fresh worker (vLLM: its own module)
 
 
-PLANNING = ["plan_path-v1", "sokoban-v1", "sudoku-v0"]
+PLANNING = ["plan_path-v2", "sokoban-v2", "sudoku-v1"]
 
 
 def tiny(tmp_path, *args, name="run"):
@@ -73,19 +73,19 @@ def test_results_files(planning):
     )
     assert data["versions"]["torch"] and data["versions"]["pettingzoo"] and data["versions"]["python"]
     assert data["models"]["model"]["name"] == "tiny-test"
-    assert data["envs"]["sokoban-v1 (easy)"]["id"] == "sokoban-v1"
-    assert data["envs"]["sokoban-v1 (easy)"]["kwargs"] == {"difficulty": "easy", "max_cycles": 2}
+    assert data["envs"]["sokoban-v2 (easy)"]["id"] == "sokoban-v2"
+    assert data["envs"]["sokoban-v2 (easy)"]["kwargs"] == {"difficulty": "easy", "max_cycles": 2}
     assert data["protocol"]["split"] == "test" and data["complete"] is True
     assert len(data["cells"]) == 4 * 3
-    oracle = next(c for c in data["cells"] if c["row"] == "oracle mas" and c["env"] == "sudoku-v0")
+    oracle = next(c for c in data["cells"] if c["row"] == "oracle mas" and c["env"] == "sudoku-v1")
     assert oracle["mean"]["success"] == 1.0 and len(oracle["per_seed"]) == 2
     assert oracle["mean"]["turns_to_success"] >= 1.0
-    unsolved = next(c for c in data["cells"] if c["row"] == "tiny-test mas" and c["env"] == "sudoku-v0")
+    unsolved = next(c for c in data["cells"] if c["row"] == "tiny-test mas" and c["env"] == "sudoku-v1")
     assert unsolved["mean"]["turns_to_success"] is None  # NaN is written as null
     markdown = (out / "results.md").read_text()
     assert "### success rate" in markdown and "| oracle mas | 1.000 ± 0.000 [± 0.000] |" in markdown
     assert "fewer than the 256 a headline number needs" in markdown  # 2 seeds x 3 tasks
-    assert "| team | plan_path-v1 (easy) | sokoban-v1 (easy) | sudoku-v0 (easy) |" in markdown
+    assert "| team | plan_path-v2 (easy) | sokoban-v2 (easy) | sudoku-v1 (easy) |" in markdown
     for plot in ("success", "invalid_rate", "tokens_per_episode"):
         assert (out / "plots" / f"{plot}.png").stat().st_size > 1000
     assert len(list((out / "transcripts").glob("*.md"))) == 12
@@ -232,8 +232,8 @@ def test_every_difficulty_is_a_column(tmp_path):
     for difficulty in ("easy", "medium", "hard"):
         assert results.cell("oracle mas", "sokoban", difficulty).mean["success"] == 1.0
     header = json.loads((results.out_dir / "results.json").read_text())["envs"]
-    assert header["sokoban-v1 (easy)"]["max_cycles"] == 2  # the trainer preset's horizon
-    assert header["sokoban-v1 (hard)"]["max_cycles"] == envs.spec("sokoban").default_max_cycles  # long enough
+    assert header["sokoban-v2 (easy)"]["max_cycles"] == 2  # the trainer preset's horizon
+    assert header["sokoban-v2 (hard)"]["max_cycles"] == envs.spec("sokoban").default_max_cycles  # long enough
     assert (results.out_dir / "plots" / "difficulty.png").is_file()
     assert math.isnan(results.cell("oracle mas", "sokoban", "hard").se["success"])  # one seed: no s.e.
 
@@ -262,7 +262,7 @@ def test_help_lists_every_field_and_group(capsys):
         (["--env", "sokoban", "--split", "train"], "only plays held-out tasks"),
         (["--env", "sokoban", "--split", "validation", "--task-seeds", "1000000000"], "drop --task-seeds"),
         (["--env", "sokoban", "--task-seeds", "5"], "evaluation never plays training tasks"),
-        (["--env", "sokoban", "--difficulty", "extreme"], "not a preset of sokoban-v1"),
+        (["--env", "sokoban", "--difficulty", "extreme"], "not a preset of sokoban-v2"),
         (["--env", "sokoban", "--samples", "4", "--temperature", "0"], "identical greedy"),
         (["--env", "sokoban", "--roles", "planner=wizard"], "ROLE=POLICY"),
         (["--env", "sokoban", "--baselines", "bogus"], "baselines ['bogus'] are unknown"),
@@ -373,7 +373,7 @@ def test_an_evaluation_releases_its_models_when_it_ends(tmp_path, monkeypatch):
 
 def test_select_columns_takes_the_latest_version():
     columns = select_columns(EvalConfig(env=("sokoban", "plan_path-v0")))
-    assert [(c.env_id, c.difficulty) for c in columns] == [("sokoban-v1", "easy"), ("plan_path-v0", "easy")]
+    assert [(c.env_id, c.difficulty) for c in columns] == [("sokoban-v2", "easy"), ("plan_path-v0", "easy")]
     with pytest.raises(ConfigError):
         EvalConfig(env=("sokoban",), task_seeds=(1,))
 

@@ -268,3 +268,17 @@ def test_report_only_with_no_finished_cell_says_so_and_writes_nothing(tmp_path):
                        "--output-dir", str(tmp_path)])  # fmt: skip
     assert not results.exists()
 
+
+
+def test_the_env_version_is_pinned_and_a_file_that_named_none_is_not_resumed_on_a_newer_one(tmp_path):
+    assert learning._pinned_env_id("plan_path") == f"plan_path-v{envs.spec('plan_path').version}"
+    assert learning._pinned_env_id("tests.trainers.conftest:test/one_token") == (
+        "tests.trainers.conftest:test/one_token-v0"
+    )  # the module prefix stays: it registers the env
+    results = tmp_path / "old.json"
+    results.write_text(json.dumps({"runs": [], "initial": {}, "args": {"env": "plan_path"}}))
+    args = argparse.Namespace(env=learning._pinned_env_id("plan_path"))
+    with pytest.raises(SystemExit, match="resolves to another version now.*args.env"):
+        learning._resume_record(results, args)
+    results.write_text(json.dumps({"runs": [], "initial": {}, "args": {"env": args.env}}))
+    assert learning._resume_record(results, args)["runs"] == []  # the same pinned version resumes

@@ -351,7 +351,7 @@ def test_training_evaluation_and_benchmarks_build_the_same_env(monkeypatch, tmp_
             transcripts=0,
         )
     )
-    expected = {("plan_path-v1", tuple(sorted(config.env_setup.make_kwargs.items())))}
+    expected = {("plan_path-v2", tuple(sorted(config.env_setup.make_kwargs.items())))}
     assert dict(config.env_setup.make_kwargs) == {"team": "single", "difficulty": "easy", "max_cycles": 2}
     for where in ("training rollout", "evaluation"):
         assert set(made[where]) == expected, where
@@ -367,7 +367,7 @@ def test_env_arguments_the_env_refuses_are_config_errors_naming_them():
         return str(info.value)
 
     unknown = error({"nope": 1, "width": 5})
-    assert unknown.startswith("--env-kwargs: sokoban-v1 has no parameter 'nope'; its parameters are: alpha, ")
+    assert unknown.startswith("--env-kwargs: sokoban-v2 has no parameter 'nope'; its parameters are: alpha, ")
     assert "width" in unknown and "max_cycles" in unknown and "split" not in unknown and "team" not in unknown
     assert "difficulty" not in error({"nope": 1}, hidden=("split", "team", "difficulty"))
     assert "takes width as an integer" in error({"width": "big"})

@@ -42,6 +42,8 @@ positions, the reference). Protocol and reward terms: ``envs.planning.base``
 Version history: v0 - first release; v1 - brief prompts (``prompt_style="brief"``),
 about half the tokens, no example answer to copy. Rules and rewards unchanged. Both
 versions gained ``team="tool"`` later; the other teams' prompts and rewards did not change.
+v2 - v1 with ``no_program_penalty`` (0.5): a tool reply without a program costs more than
+a program that fails (in v0/v1 it cost less, and RL learned to drop the code fence).
 """
 
 from __future__ import annotations

@@ -33,6 +33,8 @@ terms: ``envs.planning.base``.
 
 Version history: v0 - first release (``team="tool"`` added later; the other teams'
 prompts and rewards did not change).
+v1 - ``no_program_penalty`` (0.5): a tool reply without a program costs more than a
+program that fails (in v0 it cost less, and RL learned to drop the code fence).
 """
 
 from __future__ import annotations

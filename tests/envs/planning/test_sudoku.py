@@ -318,7 +318,7 @@ def test_oracle_solves_every_preset(difficulty: str, team: str) -> None:
 
 def test_env_prompt_metadata_and_overrides() -> None:
     env = envs.make("sudoku", render_mode="ansi")
-    assert env.metadata["name"] == "sudoku_v0" and env.max_moves_per_turn == 81
+    assert env.metadata["name"] == f"sudoku_v{envs.spec('sudoku').version}" and env.max_moves_per_turn == 81
     assert env.max_cycles == 6
     env.reset(seed=0)
     prompt = env.observe("executor_0")["prompt"]

@@ -142,11 +142,29 @@ def test_a_hostile_program_costs_its_named_penalty_and_nothing_else(term, progra
     assert env.success
 
 
-def test_no_code_block_is_an_invalid_action():
+def test_no_code_block_is_an_invalid_action_that_costs_more_than_a_failing_program():
     env = tool_env()
     env.step("I would use BFS here.")
-    assert env.infos["tool_0"]["reward_terms"] == {"local/invalid": -env.invalid_penalty}
+    terms = env.infos["tool_0"]["reward_terms"]
+    assert terms == {"local/invalid": -env.invalid_penalty, "local/no_program": -env.no_program_penalty}
     assert "wrote no program" in env.observe("plan_0")["prompt"]
+    failing = tool_env()
+    failing.step(fence("raise SystemExit(1)"))
+    assert failing.rewards["tool_0"] == -PENALTY
+    assert env.rewards["tool_0"] < failing.rewards["tool_0"]  # dropping the program never pays
+
+
+@pytest.mark.parametrize("old_id", ["plan_path-v1", "plan_path-v0", "sokoban-v1", "sudoku-v0"])
+def test_versions_before_the_no_program_penalty_keep_their_rewards(old_id):
+    # the exploit the penalty ends: a program that lost its opening fence is no program
+    env = tool_env(old_id)
+    env.step("<answer>print('U')\n```")
+    assert env.infos["tool_0"]["reward_terms"] == {"local/invalid": -env.invalid_penalty}
+
+
+def test_a_negative_no_program_penalty_names_the_field():
+    with pytest.raises(ValueError, match="no_program_penalty is a size"):
+        envs.make("plan_path", team="tool", no_program_penalty=-1)
 
 
 def test_sandbox_jobs_name_the_runs_a_step_makes_and_the_step_reuses_them():
