@@ -112,7 +112,8 @@ def plot(summary: dict[str, dict[str, Any]], path: Path, title: str) -> Path | N
         xs = sorted(curve)
         mean = np.array([curve[x][0] for x in xs])
         se = np.array([curve[x][1] for x in xs])
-        label = f"{name} ({len(arm['seeds'])} seeds)"
+        count = len(arm["seeds"])
+        label = f"{name} ({count} seed{'s' if count != 1 else ''})"
         axes.plot(xs, mean, linestyle=linestyle, marker=marker, label=label)
         axes.fill_between(xs, mean - se, mean + se, alpha=0.2)
     axes.set_xlabel(

@@ -401,7 +401,10 @@ def check_invalid_terminate(subject: EnvUnderCheck) -> str:
     agent = env.agent_selection
     env.step("no answer tags here")
     assert all(env.terminations.values()), "invalid_action='terminate' did not end the episode"
-    assert env.rewards[agent] == -env.invalid_penalty
+    # the penalty term, not the whole reward: an env may name other terms beside it (the tool
+    # team's reply without a program also costs ``local/no_program``)
+    terms = env.infos[agent]["reward_terms"]
+    assert terms.get("local/invalid") == -env.invalid_penalty, f"penalty not applied: {terms}"
     assert env.infos[agent]["invalid_action"] is True
     return "invalid text ends the episode with the penalty"
 
