@@ -91,6 +91,7 @@ __all__ = [
     "main",
 ]
 
+
 @dataclasses.dataclass
 class EvalResults:
     """What ``run_evaluation`` produced: the cells, rows and columns, and where it wrote them."""
@@ -396,7 +397,7 @@ def evaluation_note(config: EvalConfig) -> str:
     if config.split == "test" and distinct < envs.splits.HEADLINE_TEST_TASKS:
         note += (
             f" {distinct} tasks are fewer than the {envs.splits.HEADLINE_TEST_TASKS} a headline number needs "
-            f"(task-level s.e. up to {0.5 / distinct ** 0.5:.3f}); e.g. --episodes 256 --seeds 0."
+            f"(task-level s.e. up to {0.5 / distinct**0.5:.3f}); e.g. --episodes 256 --seeds 0."
         )
     return note
 

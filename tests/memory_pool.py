@@ -93,9 +93,7 @@ class MemoryPool:
                 if since is None:  # the time this worker's wait began (kept if it was waiting already)
                     since = state["waiting"].get(who, {}).get("since", time.time())
                 others = sum(e["gb"] for w, e in state["held"].items() if w != who)
-                earlier = sum(
-                    e["gb"] for w, e in state["waiting"].items() if w != who and e["since"] < since
-                )
+                earlier = sum(e["gb"] for w, e in state["waiting"].items() if w != who and e["since"] < since)
                 if others + gb + earlier <= self.total_gb + 1e-9:
                     state["held"][who] = {"pid": os.getpid(), "gb": gb}
                     state["waiting"].pop(who, None)

@@ -16,7 +16,7 @@ from tests.memory_pool import MemoryPool
 
 REPO = Path(__file__).resolve().parents[1]
 
-LEAKY_MODULE = '''
+LEAKY_MODULE = """
 import pytest
 
 pytestmark = pytest.mark.memory(gb=0.05)
@@ -25,7 +25,7 @@ KEPT = []
 
 def test_keeps_a_buffer():
     KEPT.append(bytearray(300 * 1024 * 1024))  # touched pages: 300 MB of RSS, kept in a global
-'''
+"""
 
 
 def run_guarded(tmp_path, *args, **env):

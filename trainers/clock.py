@@ -36,4 +36,3 @@ class TrainingClock:
         """The progress display's minutes, with the budget when there is one."""
         budget = f"/{self.budget_s / 60:g}" if self.budget_s else ""
         return f"  {self.seconds / 60:.1f}{budget} train min"
-

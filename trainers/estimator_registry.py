@@ -47,7 +47,6 @@ class AdvantageResult:
     the trainer keeps it in its checkpoints so a resumed run continues with it."""
 
 
-
 ROLLOUTS = ("tree", "plain")
 STATE_KEYWORD = "state"
 SCALES = ("group", "batch", "none")

@@ -39,6 +39,7 @@ def build_team(config: Any, env: Any) -> Team:
     scripted = scripted_roles(getattr(config, "roles", ()))
     if not scripted:
         return team
+
     def make(kind: str) -> Any:
         cls = SCRIPTED_POLICIES[kind]
         return cls(seed=config.seed) if cls is RandomPolicy else cls()

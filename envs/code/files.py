@@ -290,5 +290,3 @@ def _load_code_file(path: Path, mtime_ns: int, size: int) -> TaskSource[CodeTask
     if not tasks:
         raise ValueError(f"{path}: no records")
     return finite_source(source, lambda: tasks, len(tasks), f"code tasks from {path.name} ({len(tasks)})")
-
-

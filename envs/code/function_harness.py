@@ -9,6 +9,7 @@ a solution from forging these lines.
 
 It is a file of its own (read as text by harness.py) so that it is linted and read like any
 module; it uses the standard library only, since it runs in the sandbox's interpreter."""
+
 import ast
 import builtins
 import collections
@@ -38,13 +39,21 @@ class _Rewrite(ast.NodeTransformer):
         extra = [node.msg] if isinstance(node.msg, ast.Constant) else []
         if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq):
             name, args = "_tg_assert_eq", [test.left, test.comparators[0]]
-        elif (isinstance(test, ast.Call) and isinstance(test.func, ast.Name)
-              and test.func.id == "values_match" and len(test.args) == 2 and not test.keywords):
+        elif (
+            isinstance(test, ast.Call)
+            and isinstance(test.func, ast.Name)
+            and test.func.id == "values_match"
+            and len(test.args) == 2
+            and not test.keywords
+        ):
             name, args = "_tg_assert_match", list(test.args)
         elif isinstance(test, ast.Call):
             name, args = "_tg_assert_true", [test]
-        elif (isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)
-              and isinstance(test.operand, ast.Call)):
+        elif (
+            isinstance(test, ast.UnaryOp)
+            and isinstance(test.op, ast.Not)
+            and isinstance(test.operand, ast.Call)
+        ):
             name, args = "_tg_assert_false", [test.operand]
         else:
             return node
@@ -114,8 +123,11 @@ def _plain(x, budget, depth=0):
     elif getattr(t, "__name__", "") in ("bool_", "bool"):  # numpy.bool_: bool() gives an exact bool
         v = bool(x)
     else:
-        raise TypeError("cannot compare a value of type " + _text(getattr(t, "__name__", "?"), 60)
-                        + " (only plain data: numbers, str, list, tuple, dict, set)")
+        raise TypeError(
+            "cannot compare a value of type "
+            + _text(getattr(t, "__name__", "?"), 60)
+            + " (only plain data: numbers, str, list, tuple, dict, set)"
+        )
     if id(type(v)) not in _ATOMS:
         raise TypeError("cannot compare a value of type " + _text(getattr(t, "__name__", "?"), 60))
     return v

@@ -269,7 +269,6 @@ def test_report_only_with_no_finished_cell_says_so_and_writes_nothing(tmp_path):
     assert not results.exists()
 
 
-
 def test_the_env_version_is_pinned_and_a_file_that_named_none_is_not_resumed_on_a_newer_one(tmp_path):
     assert learning._pinned_env_id("plan_path") == f"plan_path-v{envs.spec('plan_path').version}"
     assert learning._pinned_env_id("tests.trainers.conftest:test/one_token") == (
