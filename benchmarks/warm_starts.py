@@ -59,12 +59,18 @@ def prepare_warm_start(
         if not first:  # the budget it stands for is the recorded one
             minutes = record["warm_start_min"].get(team, minutes)
     checksum = weights_checksum(Path(run))
-    if args.init and checksum in step0 and team in record["warm_start_min"]:
-        # The same weights as the file's cells started from, made again (a new checkout, maybe
-        # on a loaded machine, which only slows it): the budget they stand for stays the one
-        # the file recorded.
-        minutes = record["warm_start_min"][team]
-    if first and team in record["initial"]:  # a file from before the checksums
+    if args.init:
+        # These weights' own minutes, beside their step-0 evaluations (``--init`` made again on a
+        # new checkout may give other weights, and a loaded machine only slows its updates).
+        record.setdefault("warm_start_min_by_weights", {}).setdefault(checksum, minutes)
+        if team in record["warm_start_min"]:
+            # The same --init recipe made again: the budget the file's cells stand for, and its
+            # report prints, stays the one it recorded first.
+            minutes = record["warm_start_min"][team]
+    legacy = record.get("runs") and not any("warm_start_weights" in r for r in record["runs"])
+    if first and legacy and team in record["initial"]:
+        # A file from before the checksums: its cells started from these weights (never other
+        # weights: those are evaluated again by their first arm, run_arm).
         step0.setdefault(checksum, {k: record["initial"][team][k] for k in ("validation", "test")})
     record["warm_start"][team] = run
     record["warm_start_min"][team] = minutes

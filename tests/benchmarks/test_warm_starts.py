@@ -57,6 +57,38 @@ def test_the_same_init_weights_made_again_keep_the_minutes_the_file_recorded(tmp
     record = record_of(checksum)
     assert prepare_warm_start(args, tmp_path, "tool", record, lambda: None) == (str(run), checksum)
     assert record["warm_start_min"] == {"tool": 2.0}
-    record = record_of("other weights")  # not the file's: measured afresh
+    assert record["warm_start_min_by_weights"] == {checksum: 6.0}  # these weights' own minutes
+    # Other weights from the same --init recipe: the file's budget (what its report prints) stays
+    # the first warm start's; these weights' 6 minutes are kept under their checksum.
+    record = record_of("other weights")
     prepare_warm_start(args, tmp_path, "tool", record, lambda: None)
-    assert record["warm_start_min"] == {"tool": 6.0}
+    assert record["warm_start_min"] == {"tool": 2.0}
+    assert record["warm_start_min_by_weights"] == {checksum: 6.0}
+
+
+def test_other_init_weights_are_evaluated_again_not_given_the_first_ones_step0(tmp_path):
+    # The file's cells started from other weights (a rebuild on another checkout): the step-0
+    # evaluations of the first warm start must not be copied onto these, or an arm would report
+    # a "before" its weights never played. A file from before the checksums (its cells carry
+    # none) did start from these weights, and keeps its evaluations.
+    run = make_warm_run(tmp_path)
+    args = argparse.Namespace(init=str(run))
+    checksum = weights_checksum(run)
+    played = {"validation": {"success": 0.25}, "test": {"success": 0.5}}
+
+    def record_of(cell: dict) -> dict:
+        return {
+            "warm_start": {},
+            "warm_start_min": {"tool": 2.0},
+            "warm_start_steps": {},
+            "initial": {"tool": played},
+            "step0_by_weights": {},
+            "runs": [{"arm": "at_grpo-tool", "seed": 0, **cell}],
+        }
+
+    record = record_of({"warm_start_weights": "the first weights"})
+    prepare_warm_start(args, tmp_path, "tool", record, lambda: None)
+    assert checksum not in record["step0_by_weights"]  # run_arm plays them
+    record = record_of({})  # from before the checksums
+    prepare_warm_start(args, tmp_path, "tool", record, lambda: None)
+    assert record["step0_by_weights"][checksum] == played
