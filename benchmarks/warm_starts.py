@@ -69,8 +69,9 @@ def prepare_warm_start(
             minutes = record["warm_start_min"][team]
     legacy = record.get("runs") and not any("warm_start_weights" in r for r in record["runs"])
     if first and legacy and team in record["initial"]:
-        # A file from before the checksums: its cells started from these weights (never other
-        # weights: those are evaluated again by their first arm, run_arm).
+        # A file from before the checksums kept nothing to compare with: its cells are taken to
+        # have started from these weights. A file with checksums never lends its step-0
+        # evaluations to other weights: their first arm plays them (run_arm).
         step0.setdefault(checksum, {k: record["initial"][team][k] for k in ("validation", "test")})
     record["warm_start"][team] = run
     record["warm_start_min"][team] = minutes
