@@ -70,17 +70,10 @@ from typing import Any
 import numpy as np
 
 import envs
+from benchmarks.learning_record import pinned_env_id, resume_record, write_record
 from benchmarks.learning_report import plot, print_report, summarise
 from benchmarks.warm_starts import prepare_warm_start, same_start
 from trainers.clock import UNCAPPED_STEPS
-
-# Settings that define the measurement: a resumed benchmark must repeat them exactly.
-PROTOCOL_ARGS = (
-    "env", "env_kwargs", "model", "init", "sft_steps", "sft_batch_size", "sft_lr", "sft_train_tasks",
-    "steps", "tasks_per_step", "num_generations", "lr", "passes", "temperature", "max_new_tokens",
-    "eval_tasks", "eval_every", "eval_split", "test_tasks", "response_prefix", "minutes",
-    "eval_every_minutes", "general", "general_tasks", "warm_minutes", "micro_batch_tokens",
-)  # fmt: skip
 
 ARMS = {  # name -> (algo, team, tasks-per-step multiplier)
     "at_grpo-mas": ("at_grpo", "mas", 1),
@@ -89,6 +82,7 @@ ARMS = {  # name -> (algo, team, tasks-per-step multiplier)
     "at_grpo-tool": ("at_grpo", "tool", 1),
     "grpo-tool": ("grpo", "tool", 1),
 }
+ARM_TEAMS = {name: team for name, (_, team, _) in ARMS.items()}
 # The arms of the paper's headline at equal wall time: the single agent with GRPO against the
 # teams, the tool team with both algorithms (issue: does the team beat one agent, and is it RL's
 # tree grouping or the team that does it).
@@ -103,11 +97,6 @@ COMPARISONS = (
     ("grpo-tool", "grpo-single"),
     ("at_grpo-tool", "at_grpo-mas"),
 )
-
-
-def arm_teams(arms: list[str]) -> tuple[str, ...]:
-    """The team variants the arms train, in order."""
-    return tuple(dict.fromkeys(ARMS[name][1] for name in arms))
 
 
 def run_arm(
@@ -244,7 +233,7 @@ def evaluate_difficulties(
             "tasks": len(cell.tasks[0]),
             "first_task_seed": int(cell.tasks[0][0]),
         }
-    _write_json(done, out)
+    write_record(done, out)
     return out
 
 
@@ -352,7 +341,7 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, Any]]:
     )
     args = parser.parse_args(argv)
     try:  # the version is part of the protocol: a file measured on plan_path-v1 is not resumed on -v2
-        args.env = _pinned_env_id(args.env)
+        args.env = pinned_env_id(args.env)
     except KeyError as error:
         parser.error(f"--env {args.env}: {error.args[0]}")
     if args.test_tasks < 1:
@@ -385,7 +374,7 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, Any]]:
     out = Path(args.output_dir) / (args.run_name or envs.spec(args.env).name.replace("/", "_"))
     out.mkdir(parents=True, exist_ok=True)
     results = Path(args.results) if args.results else out / "learning.json"
-    record = _resume_record(results, args)
+    record = resume_record(results, args, ARM_TEAMS)
     # The file is one protocol, often run a cell at a time (--arms ARM --seeds S): its args name
     # every arm and seed it holds, not only the last command's.
     recorded_arms = set(record.get("args", {}).get("arms", [])) | {r["arm"] for r in record["runs"]}
@@ -439,14 +428,14 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, Any]]:
             team = ARMS[name][1]
             if team not in warm:
                 warm[team], sums[team] = prepare_warm_start(
-                    args, out, team, record, lambda: _write_json(results, record)
+                    args, out, team, record, lambda: write_record(results, record)
                 )
             weights = sums[team]
             start = step0.setdefault(weights, {})
             cell = run_arm(name, seed, base, record["initial"], args, warm[team], weights, start)
             cell["warm_start_weights"] = weights
             record["runs"].append(cell)
-            _write_json(results, record)  # a finished cell is never run again
+            write_record(results, record)  # a finished cell is never run again
     asked = [r for r in record["runs"] if r["arm"] in args.arms and r["seed"] in args.seeds]
     if args.report_only and not asked:
         raise SystemExit(
@@ -456,57 +445,14 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, Any]]:
         )
     # The report, the file's summary and its curves cover every finished cell of the file, so a
     # command that runs one cell does not leave a table and a PNG of that cell alone.
-    arm_teams = {name: ARMS[name][1] for name in ARMS}
-    summary = summarise(record["runs"], arm_teams, args.eval_every_minutes or 0.0)
+    summary = summarise(record["runs"], ARM_TEAMS, args.eval_every_minutes or 0.0)
     print_report(summary, args, record["warm_start_min"], COMPARISONS)
     record["summary"] = summary
-    _write_json(results, record)
+    write_record(results, record)
     budget = f"{args.minutes:g} training minutes per arm" if args.minutes else f"{args.steps} steps per arm"
     png = plot(summary, results.with_suffix(".png"), f"{args.env}: validation success, {budget}")
     print(f"results: {results}" + (f", curves: {png}" if png else ""))
     return summary
-
-
-def _write_json(path: Path, record: dict[str, Any]) -> None:
-    from trainers.run.files import atomic_write_text
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(path, json.dumps(record, indent=2, default=str) + "\n")
-
-
-def _pinned_env_id(env: str) -> str:
-    """``env`` with the version ``envs.make`` resolves it to ("plan_path" -> "plan_path-v2"),
-    keeping a ``module:`` prefix (it imports the module that registers the env)."""
-    module, colon, _ = env.rpartition(":")
-    return f"{module}{colon}{envs.spec(env).id}"
-
-
-def _resume_record(path: Path, args: argparse.Namespace) -> dict[str, Any]:
-    """The results so far (a fresh record when ``path`` does not exist); refuses a rerun whose
-    protocol settings differ from the recorded ones, naming the flag."""
-    if not path.is_file():
-        return {"runs": [], "initial": {}}
-    record = json.loads(path.read_text())
-    recorded = record.get("args", {})
-    for key in PROTOCOL_ARGS:
-        if key in recorded and recorded[key] != getattr(args, key):
-            flag = "--" + key.replace("_", "-")
-            if key == "env" and envs.spec(recorded[key]).id != recorded[key]:
-                raise SystemExit(
-                    f"python -m benchmarks.learning: {path} was measured with --env {recorded[key]!r}, "
-                    f"which resolves to another version now ({getattr(args, key)!r}) and named none: write "
-                    "the version it was measured on into the file's args.env, or --results/--run-name for "
-                    "a new one"
-                )
-            raise SystemExit(
-                f"python -m benchmarks.learning: {path} was measured with {flag} {recorded[key]!r}, not "
-                f"{getattr(args, key)!r}: pass the same value to finish it, or --results/--run-name "
-                "for a new one"
-            )
-    record.setdefault("initial", {})
-    for run in record["runs"]:  # cells recorded before "general_before": their team's first warm start
-        run.setdefault("general_before", record["initial"].get(ARMS[run["arm"]][1], {}).get("general", {}))
-    return record
 
 
 if __name__ == "__main__":

@@ -3,7 +3,6 @@ wall time (the figures themselves are not asserted: they are what the benchmark 
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
 import shutil
@@ -13,7 +12,7 @@ import pytest
 
 import envs
 from benchmarks import learning
-from benchmarks.learning_report import comparison_line, summarise
+from benchmarks.learning_report import comparison_line
 from trainers.run.files import read_jsonl
 
 # measured 0.55 GB added (the smoke benchmark runs five times in the test process)
@@ -193,31 +192,6 @@ def test_equal_wall_time_arms_stop_on_their_minutes_and_play_the_other_difficult
         assert set(record["step0_by_weights"][weights[arm]]["general"]) == {"medium", "hard"}
 
 
-def test_each_seed_is_generalised_from_its_own_warm_start_and_old_cells_from_the_teams_first(tmp_path):
-    """A warm start trained again on a new checkout may play the other difficulties differently:
-    the generalisation "before" averages each cell's own warm start, and cells recorded before
-    it was kept per cell fall back to the team's first warm start."""
-
-    def cell(seed, before, after, **extra):
-        general = {"hard": {"success": after, "success_se": 0.0}}
-        return {
-            "arm": "grpo-tool", "seed": seed, "curve": {"0": 0.5}, "before": 0.5, "after": 0.5,
-            "after_task_se": 0.0, "test_tasks": 8, "samples": 4, "wall_s": 60.0, "steps": 1,
-            "phases": {"time/step": 60.0}, "general": general, **extra,
-        }  # fmt: skip
-
-    record = {
-        "initial": {"tool": {"general": {"hard": {"success": 0.25}}}},
-        "runs": [cell(0, 0.25, 0.5), cell(1, 0.75, 0.75, general_before={"hard": {"success": 0.75}})],
-    }
-    path = tmp_path / "learning.json"
-    path.write_text(json.dumps(record))
-    runs = learning._resume_record(path, argparse.Namespace())["runs"]
-    assert [r["general_before"]["hard"]["success"] for r in runs] == [0.25, 0.75]
-    hard = summarise(runs, {"grpo-tool": "tool"}, 0.0)["grpo-tool"]["general"]["hard"]
-    assert hard["before"] == pytest.approx((0.5, 0.25)) and hard["after"] == pytest.approx((0.625, 0.125))
-
-
 def test_a_comparison_says_when_its_standard_error_means_nothing():
     def arm(seeds, after):
         return {"seeds": seeds, "after": after}
@@ -267,17 +241,3 @@ def test_report_only_with_no_finished_cell_says_so_and_writes_nothing(tmp_path):
         learning.main(["--report-only", "--arms", "grpo-single", "--seeds", "0", "--results", str(results),
                        "--output-dir", str(tmp_path)])  # fmt: skip
     assert not results.exists()
-
-
-def test_the_env_version_is_pinned_and_a_file_that_named_none_is_not_resumed_on_a_newer_one(tmp_path):
-    assert learning._pinned_env_id("plan_path") == f"plan_path-v{envs.spec('plan_path').version}"
-    assert learning._pinned_env_id("tests.trainers.conftest:test/one_token") == (
-        "tests.trainers.conftest:test/one_token-v0"
-    )  # the module prefix stays: it registers the env
-    results = tmp_path / "old.json"
-    results.write_text(json.dumps({"runs": [], "initial": {}, "args": {"env": "plan_path"}}))
-    args = argparse.Namespace(env=learning._pinned_env_id("plan_path"))
-    with pytest.raises(SystemExit, match="resolves to another version now.*args.env"):
-        learning._resume_record(results, args)
-    results.write_text(json.dumps({"runs": [], "initial": {}, "args": {"env": args.env}}))
-    assert learning._resume_record(results, args)["runs"] == []  # the same pinned version resumes
