@@ -298,6 +298,9 @@ def _train(
             else:
                 progress.phase(f"evaluating on {config.test_tasks} held-out test tasks (step 0)")
                 _evaluate(config, runtime, run, 0, test=True)
+        if saved.get("evaluation_due") and start not in evals:  # stopped during that evaluation
+            progress.phase(f"step {start}: evaluating on {config.eval_tasks} {config.eval_split} tasks")
+            evals[start] = _evaluate_unless_unchanged(config, runtime, run, start)
         last_eval = max(evals) if evals else 0
         after = evals[last_eval] if evals else before  # a resumed run's latest evaluation
         eval_text, train_text = _eval_line(last_eval, after, config.eval_split), ""
@@ -324,20 +327,28 @@ def _train(
                 train_text = _train_line(step, metrics) + clock.text()
                 progress.show(f"{train_text} | {eval_text}")
                 last = step == config.steps or clock.spent()
-                if last or at_mark or (config.eval_every and step % config.eval_every == 0):
-                    where = f"{config.eval_tasks} {config.eval_split} tasks"
-                    progress.phase(f"step {step}: evaluating on {where}")
-                    after = _evaluate_unless_unchanged(config, runtime, run, step)  # redraws the plots
-                    eval_text = _eval_line(step, after, config.eval_split)
-                    progress.show(f"{train_text} | {eval_text}")
+                evaluating = last or at_mark or bool(config.eval_every and step % config.eval_every == 0)
+                # The checkpoint comes before the evaluation: a tool team's evaluation can run for
+                # many minutes, and stopping it must not lose the step. The resumed run plays the
+                # evaluation that was due (``evaluation_due``) before its next step.
                 if last or at_mark or step % config.checkpoint_every == 0:
                     progress.phase(f"step {step}: saving a checkpoint")
                     runtime.save_checkpoint(
                         run_dir,
                         step,
-                        {"config": config_to_dict(config), "estimator_state": estimator_state["state"]},
+                        {
+                            "config": config_to_dict(config),
+                            "estimator_state": estimator_state["state"],
+                            "evaluation_due": evaluating,
+                        },
                         keep=config.keep_checkpoints,
                     )
+                if evaluating:
+                    where = f"{config.eval_tasks} {config.eval_split} tasks"
+                    progress.phase(f"step {step}: evaluating on {where}")
+                    after = _evaluate_unless_unchanged(config, runtime, run, step)  # redraws the plots
+                    eval_text = _eval_line(step, after, config.eval_split)
+                    progress.show(f"{train_text} | {eval_text}")
                 progress.advance()
                 final = step
                 if last:

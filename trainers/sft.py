@@ -329,7 +329,8 @@ def _run_sft(config: SFTConfig, progress: RunProgress, started: float) -> SFTSum
         max_grad_norm=config.max_grad_norm,
         micro_batch_tokens=config.micro_batch_tokens,
     )
-    start = load_checkpoint(checkpoint, learner)["step"] if checkpoint else 0
+    saved = load_checkpoint(checkpoint, learner) if checkpoint else {"step": 0}
+    start = saved["step"]
     progress.resume_at(start)
     progress.phase(f"recording demonstrations ({' '.join(config.demos)})")
     train, val = _demonstrations(config, teams)
@@ -364,6 +365,9 @@ def _run_sft(config: SFTConfig, progress: RunProgress, started: float) -> SFTSum
         vals = [r["val_nll"] for r in run.step_records() if "val_nll" in r]
         val_before = before["val_nll"]
         val_after = vals[-1] if vals else val_before
+        if saved.get("evaluation_due") and start not in evals:  # stopped during that evaluation
+            after = evaluate_at(start, val_after)
+            evals[start] = after
         eval_text = f"held-out (step {max(evals, default=0)}): success {after['success']:.2f}"
         progress.show(eval_text)
         clock = TrainingClock(config.train_minutes, seconds=trained_seconds(run_dir, start))
@@ -397,19 +401,22 @@ def _run_sft(config: SFTConfig, progress: RunProgress, started: float) -> SFTSum
             run.logger.log_step(step, metrics)
             train_text = f"step {step}: nll {metrics['nll']:.3f}  val nll {val_after:.3f}" + clock.text()
             progress.show(f"{train_text} | {eval_text}")
-            if evaluating:
-                after = evaluate_at(step, val_after)
-                eval_text = f"held-out (step {step}): success {after['success']:.2f}"
-                progress.show(f"{train_text} | {eval_text}")
+            # The checkpoint comes before the evaluation: an evaluation of a tool team can run for
+            # many minutes, and stopping it must not lose the trained weights. The resumed run
+            # then plays the evaluation that was due (``evaluation_due``).
             if last or step % config.checkpoint_every == 0:
                 progress.phase(f"step {step}: saving a checkpoint")
                 save_checkpoint(
                     run_dir,
                     step,
                     learner,
-                    {"trainer": "sft", "config": config_to_dict(config)},
+                    {"trainer": "sft", "config": config_to_dict(config), "evaluation_due": evaluating},
                     keep=config.keep_checkpoints,
                 )
+            if evaluating:
+                after = evaluate_at(step, val_after)
+                eval_text = f"held-out (step {step}): success {after['success']:.2f}"
+                progress.show(f"{train_text} | {eval_text}")
             progress.advance()
             final = step
             if last:

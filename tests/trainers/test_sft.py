@@ -462,3 +462,27 @@ def test_the_training_summary_says_when_nothing_was_learned(tmp_path):
     advice = format_summary(warm)
     assert "nothing was learned" in advice and "--test-tasks" in advice
     assert "python -m trainers.sft" not in advice  # it already started from one
+
+
+def test_stopping_the_final_evaluation_keeps_the_weights_and_the_resume_plays_it(tmp_path, monkeypatch):
+    import trainers.sft as sft
+
+    real = sft._evaluate
+
+    def interrupt_the_last_evaluation(config, teams, run, step, val_nll=None):
+        if step == 6:  # every update done; a tool team's evaluation can take many minutes here
+            raise KeyboardInterrupt
+        return real(config, teams, run, step, val_nll)
+
+    monkeypatch.setattr(sft, "_evaluate", interrupt_the_last_evaluation)
+    config = _one_token_config(tmp_path, steps=6, checkpoint_every=50)  # no checkpoint but the last
+    with pytest.raises(KeyboardInterrupt):
+        train_sft(config)
+    assert (tmp_path / "warm" / "checkpoints" / "step_000006").is_dir()  # saved before evaluating
+    monkeypatch.setattr(sft, "_evaluate", real)
+    summary = train_sft(dataclasses.replace(config, resume=str(tmp_path / "warm")))
+    metrics = (summary.run_dir / "metrics.jsonl").read_text().splitlines()
+    evals = [json.loads(line) for line in (summary.run_dir / "eval.jsonl").read_text().splitlines()]
+    assert [json.loads(line)["step"] for line in metrics] == [1, 2, 3, 4, 5, 6]  # no update repeated
+    assert [e["step"] for e in evals] == [0, 6] and summary.steps == 6
+    assert summary.after["success"] == evals[-1]["success"]
