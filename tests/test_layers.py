@@ -15,7 +15,8 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 PACKAGES = ("envs", "agents", "trainers", "benchmarks")  # each imports only those before it
-COMMANDS = {"trainers.at_grpo", "trainers.sft", "trainers.gigpo", "trainers.matpo"}
+# The commands, and sft_demos: the part of the sft command that reads --demos run directories.
+COMMANDS = {"trainers.at_grpo", "trainers.sft", "trainers.sft_demos", "trainers.gigpo", "trainers.matpo"}
 
 
 def _modules() -> dict[str, Path]:

@@ -5,8 +5,9 @@ replies), so RL groups are all-invalid and carry no gradient. A short behaviour-
 on oracle demonstrations fixes that; ``python -m trainers.at_grpo --init <this run>`` then
 starts RL from its weights.
 
-Demonstrations (``trainers.demonstrations``): the env's oracle plays every role of each team
-in ``--teams`` on train-split tasks 0..train_tasks-1 (``--demos oracle``, the default), and/or
+Demonstrations (chosen by ``trainers.sft_demos``, recorded by ``trainers.demonstrations``): the
+env's oracle plays every role of each team in ``--teams`` on train-split tasks
+0..train_tasks-1 (``--demos oracle``, the default), and/or
 the successful training episodes that ``trainers.at_grpo`` runs saved are replayed
 (``--demos runs/<run>``: rejection sampling with your own team). Either way they are recorded
 through the rollout code with the trained team's own bindings: the exact prompt tokens a
@@ -34,7 +35,6 @@ uninterrupted run.
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 import sys
 import time
@@ -50,18 +50,16 @@ from trainers.backends import apply_thread_policy
 from trainers.cli import config_to_dict, parse_overrides
 from trainers.clock import TrainingClock, bar_total
 from trainers.config import ConfigError, check_role_names
-from trainers.demonstrations import oracle_demonstrations, replayed_demonstrations
 from trainers.errors import run_command
 from trainers.evaluation import evaluate, held_out_line
 from trainers.progress import RunProgress
-from trainers.records import RecordedEpisode, TaskKey, Turn
 from trainers.rollout import role_sampling_for
 from trainers.run.checkpoint import load_checkpoint, save_checkpoint
 from trainers.run.dirs import load_saved_config
-from trainers.run.episodes import read_episodes
 from trainers.run.files import trained_seconds
 from trainers.run.lifecycle import Run, run_files_lines
 from trainers.sft_config import SFT_RESUMABLE_OVERRIDES, SFTConfig, resolve_sft_config
+from trainers.sft_demos import warm_start_demonstrations
 from trainers.supervised import SupervisedLearner
 from trainers.teams import build_team
 
@@ -133,109 +131,6 @@ def lr_factor(schedule: str, step: int, steps: int, warmup_steps: int = 0) -> fl
         progress = (step - warmup_steps - 1) / (steps - warmup_steps)
         return 0.5 * (1.0 + math.cos(math.pi * progress))
     raise ValueError(f"unknown lr schedule {schedule!r}; choose constant or cosine")
-
-
-def _oracle_demonstrations(config: SFTConfig, teams: dict[str, Team], tasks: list[int]) -> list[Turn]:
-    env_id = envs.spec(config.env).id
-    turns: list[Turn] = []
-    for variant, team in teams.items():
-        keys = [TaskKey(env_id, "train", seed) for seed in tasks]
-        found, failed = oracle_demonstrations(
-            team, keys, stop=config.stop, env_kwargs=config.env_setup(variant).make_kwargs
-        )
-        if failed:
-            print(
-                f"  {failed} oracle episode(s) of team {variant} failed (horizon too short); skipped",
-                file=sys.stderr,
-            )
-        turns += found
-    return turns
-
-
-def _successful_episodes(config: SFTConfig, run: str) -> tuple[str, list[RecordedEpisode]]:
-    """The team variant of a training run and its successful train-split episodes (checked to
-    be of this warm start's env and env_kwargs, so their replies replay)."""
-    path = Path(run) / "config.json"
-    if (Path(run) / "results.json").is_file():
-        raise ConfigError(
-            f"--demos {run} is a benchmarks.evaluate directory: it played held-out test tasks, which "
-            "are never trained on; pass the run directory of a python -m trainers.at_grpo run"
-        )
-    if not path.is_file():
-        raise ConfigError(f"--demos {run}: no config.json there; pass the run directory of a training run")
-    saved = json.loads(path.read_text())
-    variant, env_kwargs = saved.get("team", "mas"), saved.get("env_kwargs", {})
-    if variant not in config.teams:
-        raise ConfigError(
-            f"--demos {run} trained the {variant!r} team; add it to --teams (e.g. --teams {variant})"
-        )
-    if env_kwargs != config.env_kwargs:
-        raise ConfigError(
-            f"--demos {run} played env_kwargs {env_kwargs}, this warm start uses {config.env_kwargs}; "
-            f"pass --env-kwargs '{json.dumps(env_kwargs)}'"
-        )
-    try:
-        episodes = read_episodes([run])
-    except (FileNotFoundError, ValueError) as err:
-        raise ConfigError(f"--demos {run}: {err}") from err
-    env_id = envs.spec(config.env).id
-    if other := sorted({e.task.env_id for e in episodes} - {env_id}):
-        raise ConfigError(f"--demos {run} played {other}, not {env_id}; pass --env {other[0]}")
-    # Only training tasks: a held-out task must never become a demonstration.
-    return variant, [e for e in episodes if e.success and e.task.split == "train"]
-
-
-def _replayed_demonstrations(config: SFTConfig, teams: dict[str, Team]) -> tuple[list[Turn], list[Turn]]:
-    """Train and validation turns from the successful episodes of ``config.demos``'s runs:
-    distinct (task, replies) episodes, replayed with the trained team's bindings. When the
-    oracle gives no validation set, the episodes of every 10th task are held out for it."""
-    by_variant: dict[str, dict[tuple, RecordedEpisode]] = {}
-    for run in config.demos:
-        if run != "oracle":
-            variant, episodes = _successful_episodes(config, run)
-            distinct = by_variant.setdefault(variant, {})
-            for episode in episodes:
-                distinct.setdefault((episode.task, episode.replies()), episode)
-    recorded = [(v, e) for v, distinct in by_variant.items() for e in distinct.values()]
-    held_out: set[TaskKey] = set()
-    if "oracle" not in config.demos:
-        tasks = sorted({episode.task for _, episode in recorded})
-        if len(tasks) < 2:
-            raise ConfigError(
-                f"the runs in --demos hold successful episodes on {len(tasks)} training task(s); a warm "
-                "start needs at least 2 (one is held out for the validation loss): train longer, raise "
-                "--tasks-per-step, or add 'oracle' to --demos"
-            )
-        held_out = set(tasks[::10])
-    train: list[Turn] = []
-    val: list[Turn] = []
-    failed = 0
-    for variant, team in teams.items():
-        mine = [episode for v, episode in recorded if v == variant]
-        env_kwargs = config.env_setup(variant).make_kwargs
-        for subset, out in ((False, train), (True, val)):
-            chosen = [episode for episode in mine if (episode.task in held_out) == subset]
-            turns, missed = replayed_demonstrations(team, chosen, stop=config.stop, env_kwargs=env_kwargs)
-            out += turns
-            failed += missed
-    skipped = f"; {failed} did not replay (the env changed) and were skipped" if failed else ""
-    replayed = len(recorded) - failed
-    print(f"  replayed {replayed} distinct successful episode(s) of the runs{skipped}", file=sys.stderr)
-    return train, val
-
-
-def _demonstrations(config: SFTConfig, teams: dict[str, Team]) -> tuple[list[Turn], list[Turn]]:
-    """(train, validation) demonstration turns from every source of ``config.demos``."""
-    train: list[Turn] = []
-    val: list[Turn] = []
-    if "oracle" in config.demos:
-        train += _oracle_demonstrations(config, teams, list(range(config.train_tasks)))
-        val += _oracle_demonstrations(config, teams, envs.validation_seeds(config.val_tasks))
-    if any(source != "oracle" for source in config.demos):
-        replayed_train, replayed_val = _replayed_demonstrations(config, teams)
-        train += replayed_train
-        val += replayed_val
-    return train, val
 
 
 def _evaluate(
@@ -333,7 +228,7 @@ def _run_sft(config: SFTConfig, progress: RunProgress, started: float) -> SFTSum
     start = saved["step"]
     progress.resume_at(start)
     progress.phase(f"recording demonstrations ({' '.join(config.demos)})")
-    train, val = _demonstrations(config, teams)
+    train, val = warm_start_demonstrations(config, teams)
     if not train:
         raise ConfigError(
             f"no demonstration from --demos {' '.join(config.demos)}: the oracle solved none of the "
