@@ -33,6 +33,7 @@ LONG_MODULES = (
     "tests/benchmarks/test_evaluate_vllm.py",
     "tests/agents/test_vllm.py",
     "tests/trainers/test_at_grpo.py",
+    "tests/trainers/test_at_grpo_resume.py",
     "tests/benchmarks/test_evaluate.py",
     "tests/envs/alfworld/test_pddl_differential.py",
     "tests/envs/test_conformance.py",

@@ -1,88 +1,23 @@
 """The training command: --help, presets, config errors, the run directory of every algo,
-resume after a kill, and the bare command with the real default model."""
+and the bare command with the real default model (stopping and resuming:
+test_at_grpo_resume.py)."""
 
 from __future__ import annotations
 
 import dataclasses
 import json
-import os
-import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
 
 import envs
-from agents.threads import THREADS_ENV
-from tests.conftest import SUBPROCESS_TIMEOUT_S
-from trainers.at_grpo import load_run_config, main
-from trainers.cli import config_to_dict, field_docs
+from tests.trainers.at_grpo_runs import TEST_ENV, run_module, tiny_args, tiny_config
+from trainers.at_grpo import main
+from trainers.cli import field_docs
 from trainers.config import ConfigError, TrainConfig, resolve_config
 from trainers.run.files import read_jsonl
 
 pytestmark = pytest.mark.memory(gb=1.5)  # measured 1.1 GB added (the bare command's training subprocess)
-
-
-REPO = Path(__file__).resolve().parents[2]
-TEST_ENV = "tests.trainers.conftest:test/even_plan"  # imports the module that registers it
-# Timing fields differ between any two runs; everything else must match on resume.
-TIMING_PREFIXES = ("time/", "tokens_per_s")
-
-
-def tiny_args(out: Path, *extra: str) -> list[str]:
-    """A 2-step run on the tiny model and a one-character task where rewards vary."""
-    return [
-        "--env",
-        TEST_ENV,
-        "--model",
-        "tiny-test",
-        "--steps",
-        "2",
-        "--eval-every",
-        "1",
-        "--eval-tasks",
-        "4",
-        "--tasks-per-step",
-        "4",
-        "-K",
-        "4",
-        "--max-new-tokens",
-        "1",
-        "--response-prefix",
-        "",
-        "--lr",
-        "1e-2",
-        "--output-dir",
-        str(out),
-        "--run-name",
-        "run",
-        "--no-progress",
-        *extra,
-    ]
-
-
-def run_module(
-    module: str, args: list[str], cwd: Path, timeout: float = SUBPROCESS_TIMEOUT_S, auto_threads: bool = False
-) -> subprocess.CompletedProcess:
-    """``python -m module args`` in ``cwd``; ``auto_threads``: without the suite's pinned
-    TEAMGYM_THREADS, so the command chooses its thread count itself, as for a user."""
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    if auto_threads:
-        env.pop(THREADS_ENV, None)
-    return subprocess.run(
-        [sys.executable, "-m", module, *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
-
-
-def without_timings(records: list[dict]) -> list[dict]:
-    return [{k: v for k, v in r.items() if not k.startswith(TIMING_PREFIXES)} for r in records]
 
 
 # ------------------------------------------------------------------------- help / config
@@ -214,28 +149,6 @@ def test_the_command_shows_a_traceback_only_with_debug(tmp_path, monkeypatch):
     assert by_env.returncode == 1 and "Traceback" in by_env.stderr
 
 
-def test_resume_keeps_the_saved_config(tmp_path):
-    saved = resolve_config(TrainConfig(env="sokoban", run_name="x"))
-    (tmp_path / "config.json").write_text(json.dumps(config_to_dict(saved)))
-    resumed = load_run_config(tmp_path, {"resume": str(tmp_path), "steps": 40})
-    assert resumed.steps == 40 and resumed.resume == str(tmp_path)
-    assert dataclasses.replace(resumed, steps=saved.steps, resume=None) == saved
-    with pytest.raises(ConfigError, match="lr"):
-        load_run_config(tmp_path, {"lr": 0.5})
-    with pytest.raises(ConfigError, match="no config.json"):
-        load_run_config(tmp_path / "missing")
-
-
-def test_resuming_a_run_saved_before_the_update_fields_keeps_its_old_behaviour(tmp_path):
-    saved = config_to_dict(resolve_config(TrainConfig(env="sokoban", run_name="x")))
-    for name in ("dynamic_sampling", "old_logprobs", "advantage_scale", "passes", "mini_batches"):
-        del saved[name]
-    (tmp_path / "config.json").write_text(json.dumps(saved))
-    resumed = resolve_config(load_run_config(tmp_path, {"resume": str(tmp_path)}))
-    assert (resumed.dynamic_sampling, resumed.old_logprobs) == (True, "sampler")
-    assert (resumed.passes, resumed.mini_batches, resumed.advantage_scale) == (1, 1, "group")
-
-
 # ------------------------------------------------------------------------- the run directory
 REQUIRED_STEP_KEYS = (
     "success",
@@ -318,74 +231,6 @@ def test_eval_split_test_puts_the_curve_on_the_held_out_block_and_plays_no_extra
     played = [json.loads(line)["task"]["seed"] for line in episodes.open()]
     assert played == envs.heldout_seeds(4)
     assert not (run / "test.jsonl").exists()  # the in-run evaluations are the test number
-
-
-@pytest.mark.slow
-def test_resume_after_kill_gives_the_uninterrupted_metrics(tmp_path):
-    # Two passes over two mini-batches per step: the seeded split must repeat on resume too.
-    steps = [
-        "--steps",
-        "5",
-        "--eval-every",
-        "2",
-        "--keep-checkpoints",
-        "5",
-        "--passes",
-        "2",
-        "--mini-batches",
-        "2",
-    ]
-    reference = run_module("trainers.at_grpo", tiny_args(tmp_path / "a", *steps), cwd=tmp_path)
-    assert reference.returncode == 0, reference.stderr[-3000:]
-
-    # Start the same run, kill it (SIGKILL: no clean-up) once step 2's checkpoint is complete.
-    run = tmp_path / "b" / "run"
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    process = subprocess.Popen(
-        [sys.executable, "-m", "trainers.at_grpo", *tiny_args(tmp_path / "b", *steps)],
-        cwd=tmp_path,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    deadline = time.monotonic() + SUBPROCESS_TIMEOUT_S  # a hang guard, not a speed check
-    while not (run / "checkpoints" / "step_000002" / "state.json").exists():
-        assert process.poll() is None and time.monotonic() < deadline, "run ended before its 2nd checkpoint"
-        time.sleep(0.05)
-    process.send_signal(signal.SIGKILL)
-    process.wait()
-    assert not (run / "checkpoints" / "step_000005").exists()  # it really was cut short
-
-    resumed = run_module("trainers.at_grpo", ["--resume", str(run), "--no-progress"], cwd=tmp_path)
-    assert resumed.returncode == 0, resumed.stderr[-3000:]
-    assert "resuming after step" in resumed.stderr
-    for name in ("metrics.jsonl", "eval.jsonl"):
-        expected = without_timings(read_jsonl(tmp_path / "a" / "run" / name))
-        assert without_timings(read_jsonl(run / name)) == expected, name
-    records = read_jsonl(run / "metrics.jsonl")
-    assert any(r.get("samples_trained", 0) > 0 for r in records)  # it did learn
-    assert any(r.get("optimizer_steps", 0) > 2 and "pass2/clip_fraction" in r for r in records)
-
-
-@pytest.mark.slow
-def test_resume_past_a_truncated_optimizer_file_gives_the_uninterrupted_metrics(tmp_path):
-    steps = ["--steps", "3", "--eval-every", "2"]
-    reference = run_module("trainers.at_grpo", tiny_args(tmp_path / "a", *steps), cwd=tmp_path)
-    assert reference.returncode == 0, reference.stderr[-3000:]
-    run = tmp_path / "b" / "run"
-    done = run_module("trainers.at_grpo", tiny_args(tmp_path / "b", *steps), cwd=tmp_path)
-    assert done.returncode == 0, done.stderr[-3000:]
-    optimizer = run / "checkpoints" / "step_000003" / "optimizer.safetensors"
-    optimizer.write_bytes(optimizer.read_bytes()[:100])  # the newest checkpoint is broken
-
-    resumed = run_module("trainers.at_grpo", ["--resume", str(run), "--no-progress"], cwd=tmp_path)
-    assert resumed.returncode == 0, resumed.stderr[-3000:]
-    assert "step_000003 is broken" in resumed.stderr
-    assert "optimizer.safetensors has 100 bytes" in resumed.stderr
-    assert "resuming after step 2" in resumed.stderr  # the checkpoint before it
-    for name in ("metrics.jsonl", "eval.jsonl"):
-        expected = without_timings(read_jsonl(tmp_path / "a" / "run" / name))
-        assert without_timings(read_jsonl(run / name)) == expected, name
 
 
 @pytest.mark.slow
@@ -483,31 +328,11 @@ def test_dr_grpo_trains_with_r_minus_mean_advantages(tmp_path, monkeypatch):
     assert config["advantage_scale"] == "none" and config["dynamic_sampling"] is False
 
 
-def _tiny_config(tmp_path: Path, **fields) -> TrainConfig:
-    """A run of the tiny model on the one-character task, in-process, quiet; ``fields`` override."""
-    defaults = dict(
-        env=TEST_ENV,
-        model="tiny-test",
-        eval_every=0,
-        eval_tasks=4,
-        tasks_per_step=4,
-        num_generations=4,
-        max_new_tokens=1,
-        response_prefix="",
-        output_dir=str(tmp_path),
-        run_name="run",
-        progress=False,
-        plots=False,
-        tensorboard=False,
-    )
-    return TrainConfig(**{**defaults, **fields})
-
-
 def test_a_given_initial_evaluation_is_logged_as_step_0_instead_of_re_evaluating(tmp_path):
     from trainers.at_grpo import train
 
     given = {"success": 0.125, "invalid_rate": 0.5}
-    summary = train(_tiny_config(tmp_path, steps=1), initial_eval=given)
+    summary = train(tiny_config(tmp_path, steps=1), initial_eval=given)
     evals = read_jsonl(summary.run_dir / "eval.jsonl")
     assert [record["step"] for record in evals] == [0, 1]
     assert evals[0]["success"] == 0.125 and evals[0]["invalid_rate"] == 0.5
@@ -519,7 +344,7 @@ def test_evaluations_of_weights_no_update_changed_are_reused_and_marked(tmp_path
     from trainers.at_grpo import train
 
     # Every reply is right: every group is zero-variance, no step changes the weights.
-    config = _tiny_config(
+    config = tiny_config(
         tmp_path, env="tests.trainers.conftest:test/always_right", steps=2, eval_every=1, test_tasks=4
     )
     summary = train(config)
@@ -539,70 +364,10 @@ def test_evaluations_of_weights_no_update_changed_are_reused_and_marked(tmp_path
     tests = read_jsonl(summary.run_dir / "test.jsonl")
     assert [r["step"] for r in tests] == [0, 2] and tests[1]["same_weights_as_step"] == 0
     # Weights that changed are evaluated again (the even task's rewards vary).
-    changed = train(_tiny_config(tmp_path / "b", steps=2, eval_every=1, test_tasks=4, lr=1e-2))
+    changed = train(tiny_config(tmp_path / "b", steps=2, eval_every=1, test_tasks=4, lr=1e-2))
     assert all("optimizer_steps" in r for r in read_jsonl(changed.run_dir / "metrics.jsonl"))
     assert not any("same_weights_as_step" in r for r in read_jsonl(changed.run_dir / "eval.jsonl"))
     assert not any("same_weights_as_step" in r for r in read_jsonl(changed.run_dir / "test.jsonl"))
-
-
-def test_a_training_time_budget_ends_the_run_and_a_resume_past_it_adds_no_step(tmp_path):
-    from trainers.at_grpo import train
-    from trainers.clock import UNCAPPED_STEPS
-    from trainers.run.checkpoint import latest_checkpoint
-
-    # Any step takes more than a millionth of a minute: the budget is spent by step 1, whatever
-    # the machine, and without --steps nothing else would end the run.
-    config = _tiny_config(tmp_path, train_minutes=1e-6, test_tasks=0)
-    assert resolve_config(config).steps == UNCAPPED_STEPS
-    summary = train(config)
-    assert summary.steps == 1
-    assert [r["step"] for r in read_jsonl(summary.run_dir / "metrics.jsonl")] == [1]
-    assert [r["step"] for r in read_jsonl(summary.run_dir / "eval.jsonl")] == [0, 1]
-    assert latest_checkpoint(summary.run_dir).name == "step_000001"
-    resumed = train(load_run_config(summary.run_dir, {"resume": str(summary.run_dir), "progress": False}))
-    assert resumed.steps == 1
-    assert [r["step"] for r in read_jsonl(summary.run_dir / "metrics.jsonl")] == [1]
-
-
-def test_minute_marks_evaluate_and_checkpoint_after_the_step_that_passes_them(tmp_path):
-    from trainers.at_grpo import train
-
-    # Marks a millionth of a minute apart: every step passes one.
-    config = _tiny_config(tmp_path, steps=3, eval_every_minutes=1e-6, checkpoint_every=10, test_tasks=0)
-    summary = train(config)
-    assert [r["step"] for r in read_jsonl(summary.run_dir / "eval.jsonl")] == [0, 1, 2, 3]
-    checkpoints = sorted(p.name for p in (summary.run_dir / "checkpoints").iterdir())
-    assert checkpoints[-1] == "step_000003" and len(checkpoints) >= 2  # keep_checkpoints=2 newest
-
-
-@pytest.mark.slow
-def test_the_rae_seat_baselines_are_checkpointed_and_a_resume_continues_them(tmp_path):
-    rae = [
-        "--algo",
-        "grpo",
-        "--estimator",
-        "rae",
-        "--estimator-kwargs",
-        '{"decay": 0.5}',
-        "--eval-every",
-        "0",
-    ]
-    reference = run_module("trainers.at_grpo", tiny_args(tmp_path / "a", *rae, "--steps", "3"), cwd=tmp_path)
-    assert reference.returncode == 0, reference.stderr[-3000:]
-    run = tmp_path / "b" / "run"
-    first = run_module("trainers.at_grpo", tiny_args(tmp_path / "b", *rae, "--steps", "2"), cwd=tmp_path)
-    assert first.returncode == 0, first.stderr[-3000:]
-    state = json.loads((run / "checkpoints" / "step_000002" / "state.json").read_text())
-    baselines = state["estimator_state"]["baselines"]
-    assert baselines and all(key.startswith("test/even_plan") for key in baselines)
-    resumed = run_module(
-        "trainers.at_grpo", ["--resume", str(run), "--steps", "3", "--no-progress"], cwd=tmp_path
-    )
-    assert resumed.returncode == 0, resumed.stderr[-3000:]
-    expected = without_timings(read_jsonl(tmp_path / "a" / "run" / "metrics.jsonl"))
-    got = without_timings(read_jsonl(run / "metrics.jsonl"))
-    assert got == expected  # step 3's advantages used the baselines saved after step 2
-    assert any(key.startswith("adv/rae/") and value != 0 for key, value in got[-1].items())
 
 
 def test_a_scripted_opponent_plays_its_seat_and_only_the_model_trains(tmp_path):
@@ -622,49 +387,3 @@ def test_a_scripted_opponent_plays_its_seat_and_only_the_model_trains(tmp_path):
     assert second and all(not turn["invalid"] for turn in second)  # random legal cells, never invalid
     assert all(turn["response"].startswith("<answer>") and turn["response"][8].isdigit() for turn in second)
     assert any(turn["agent"] == "first_0" for turn in turns)  # the tiny model played the first seat
-
-
-def test_ending_a_run_early_at_its_last_checkpoint_evaluates_those_weights(tmp_path, monkeypatch, capsys):
-    # The warm start always did this; the RL trainer reported its step-0 evaluation as "after".
-    import trainers.at_grpo as at_grpo
-    import trainers.runtime.step as step_module
-
-    real = step_module.step_request
-
-    def interrupt_at_step_3(config, step, sampling):
-        if step == 3:  # after step 2's checkpoint, before the run's last-step evaluation
-            raise KeyboardInterrupt
-        return real(config, step, sampling)
-
-    monkeypatch.setattr(step_module, "step_request", interrupt_at_step_3)
-    with pytest.raises(KeyboardInterrupt):
-        at_grpo.train(_tiny_config(tmp_path, steps=6, checkpoint_every=1, test_tasks=0))
-    assert f"continue with: python -m trainers.at_grpo --resume {tmp_path / 'run'}" in capsys.readouterr().err
-    monkeypatch.setattr(step_module, "step_request", real)
-    overrides = {"resume": str(tmp_path / "run"), "steps": 2, "progress": False}
-    summary = at_grpo.train(load_run_config(tmp_path / "run", overrides))
-    evals = read_jsonl(summary.run_dir / "eval.jsonl")
-    assert [e["step"] for e in evals] == [0, 2]  # the step-2 weights, evaluated on resume
-    assert summary.steps == 2 and summary.after["success"] == evals[-1]["success"]
-
-
-def test_stopping_an_evaluation_keeps_its_step_and_the_resume_plays_it_first(tmp_path, monkeypatch):
-    import trainers.at_grpo as at_grpo
-
-    real = at_grpo._evaluate_unless_unchanged
-
-    def interrupt_step_2s_evaluation(config, runtime, run, step, test=False):
-        if step == 2:  # a tool team's evaluation can run for many minutes
-            raise KeyboardInterrupt
-        return real(config, runtime, run, step, test=test)
-
-    monkeypatch.setattr(at_grpo, "_evaluate_unless_unchanged", interrupt_step_2s_evaluation)
-    config = _tiny_config(tmp_path, steps=4, eval_every=2, checkpoint_every=2, test_tasks=0)
-    with pytest.raises(KeyboardInterrupt):
-        at_grpo.train(config)
-    assert (tmp_path / "run" / "checkpoints" / "step_000002").is_dir()  # saved before evaluating
-    monkeypatch.setattr(at_grpo, "_evaluate_unless_unchanged", real)
-    overrides = {"resume": str(tmp_path / "run"), "progress": False}
-    summary = at_grpo.train(load_run_config(tmp_path / "run", overrides))
-    assert [r["step"] for r in read_jsonl(summary.run_dir / "metrics.jsonl")] == [1, 2, 3, 4]
-    assert [r["step"] for r in read_jsonl(summary.run_dir / "eval.jsonl")] == [0, 2, 4]

@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from tests.trainers.test_at_grpo import run_module
+from tests.trainers.at_grpo_runs import run_module
 from trainers.run.files import read_jsonl
 
 pytestmark = pytest.mark.memory(gb=6)  # measured 5.6 GB added (with the rest of test_at_grpo.py then)
