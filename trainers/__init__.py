@@ -18,7 +18,8 @@ The sub-packages:
 The layering rule (``tests/test_layers.py`` builds the import graph and fails on a
 break or on any import cycle): the core never imports ``trainers.run`` or
 ``trainers.runtime``; only the commands (``at_grpo``, ``sft``, ``gigpo``, ``matpo``) use
-them, with ``sft_demos``, the part of ``sft`` that reads the run directories of ``--demos``. ``trainers.runtime`` may use ``trainers.run`` (checkpoints), never the reverse. Inside
+them, with ``sft_demos``, the part of ``sft`` that reads the run directories of ``--demos``.
+``trainers.runtime`` may use ``trainers.run`` (checkpoints), never the reverse. Inside
 ``trainers.run``, the files and stores never import the report; the report reads them; the
 logger (``log.py``) and the run lifecycle (``lifecycle.py``) sit on top and refresh the report.
 Across packages: envs <- agents <- trainers <- benchmarks (a package imports only those to
