@@ -26,7 +26,11 @@ What is measured, per command:
   first-call kernel choices) is left out.
 
 The figures are a property of this machine: run it on an otherwise idle one (seconds are
-wall time, and a second heavy process halves them). ``--json`` writes every row.
+wall time, and a second heavy process halves them). ``--json PATH`` writes every row as it
+finishes, and a sweep longer than a sitting resumes from it: run the same command again and
+the rows already in PATH (same model, steps and extra args; failed rows excepted) are kept,
+not measured again. Rows of other envs or commands in PATH stay in it, so one file can collect
+a sweep made of several commands.
 
 ``--backends`` runs each training and evaluation command once per generation backend
 (``auto``, the default, is what a user's command picks: it is read back from the command's
@@ -72,6 +76,8 @@ class Footprint:
     command: str
     argv: list[str]
     backend: str = "hf"
+    asked_backend: str = "auto"
+    """The ``--backends`` entry this row measured (``backend`` is what the command chose)."""
     peak_tree_mb: float = 0.0
     peak_process_mb: float = 0.0
     wall_s: float = 0.0
@@ -177,7 +183,9 @@ def measure_command(
     chosen = [] if backend == "auto" or command == "sft" else ["--backend", backend]
     out = workdir / f"{env}-{command}" / (backend if command != "sft" else "hf")
     argv = command_line(command, env, model, out, steps, [*chosen, *extra])
-    row = Footprint(env=env, command=command, argv=argv)
+    row = Footprint(
+        env=env, command=command, argv=argv, asked_backend="auto" if command == "sft" else backend
+    )
     out.mkdir(parents=True, exist_ok=True)
     log = out / "log.txt"
     print(f"[{env}] {command}: python -m {shlex.join(argv)}", flush=True)
@@ -281,6 +289,46 @@ def backend_ratios(rows: list[Footprint]) -> list[str]:
     return lines
 
 
+def sweep_setting(args: argparse.Namespace) -> dict:
+    """What the rows of one --json file must share to be comparable."""
+    return {"model": args.model, "steps": args.steps, "extra_args": shlex.split(args.extra_args)}
+
+
+def load_sweep(path: Path, setting: dict) -> tuple[Footprint | None, list[Footprint]]:
+    """The floor and the finished rows an earlier run of the same sweep wrote to ``path``
+    (nothing when the file does not exist). A file of another setting is refused, naming it."""
+    if not path.is_file():
+        return None, []
+    try:
+        record = json.loads(path.read_text())
+        saved = {key: record[key] for key in setting}
+        rows = [Footprint(**row) for row in record["rows"]]
+        floor = Footprint(**record["floor"]) if record.get("floor") else None
+    except (ValueError, KeyError, TypeError) as err:
+        raise SystemExit(
+            f"--json {path}: not a footprint sweep this version can continue ({err!r}); pass a new path"
+        ) from err
+    if saved != setting:
+        differ = ", ".join(
+            f"{key} {saved[key]!r} (now {setting[key]!r})" for key in setting if saved[key] != setting[key]
+        )
+        raise SystemExit(
+            f"--json {path} holds a sweep with {differ}; rerun with its flags to continue it, "
+            "or pass a new path"
+        )
+    floor = None if floor is None or floor.error else floor
+    return floor, [row for row in rows if row.error is None]
+
+
+def save_sweep(path: Path, setting: dict, floor: Footprint, rows: list[Footprint]) -> None:
+    """Every row so far, written whole (a temp file, then a rename: a stop never leaves half a file)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    record = {**setting, "floor": asdict(floor), "rows": [asdict(row) for row in rows]}
+    partial = path.with_name(path.name + ".partial")
+    partial.write_text(json.dumps(record, indent=1) + "\n")
+    partial.replace(path)
+
+
 def main(argv: list[str] | None = None) -> list[Footprint]:
     parser = argparse.ArgumentParser(
         prog="python -m benchmarks.footprint", description=__doc__.split("\n\n")[0]
@@ -301,7 +349,12 @@ def main(argv: list[str] | None = None) -> list[Footprint]:
     )
     parser.add_argument("--budget-gb", type=float, default=3.0, help="the bound the 'within' column checks")
     parser.add_argument("--workdir", type=Path, default=None, help="run directories (default: a temp dir)")
-    parser.add_argument("--json", type=Path, default=None, help="write every row here")
+    parser.add_argument(
+        "--json",
+        type=Path,
+        default=None,
+        help="write every row here as it finishes; a rerun keeps the rows in it",
+    )
     parser.add_argument("--bare-model", default=None, help=argparse.SUPPRESS)  # the floor's own process
     args = parser.parse_args(argv)
     if args.bare_model:
@@ -317,27 +370,33 @@ def main(argv: list[str] | None = None) -> list[Footprint]:
         )
     if args.steps < 1:
         parser.error(f"--steps {args.steps}: at least 1 measured step")
+    setting = sweep_setting(args)
+    floor, finished = load_sweep(args.json, setting) if args.json else (None, [])
+    kept = {(row.env, row.command, row.asked_backend): row for row in finished}
+    plan = [
+        (env, command, backend)
+        for env in names
+        for command in args.commands
+        for backend in (["auto"] if command == "sft" else args.backends)
+    ]
+    rows: list[Footprint] = []
     with tempfile.TemporaryDirectory(prefix="teamgym-footprint-") as tmp:
         workdir = args.workdir or Path(tmp)
         workdir.mkdir(parents=True, exist_ok=True)
-        floor = measure_floor(args.model, workdir)
+        floor = floor or measure_floor(args.model, workdir)
         extra = shlex.split(args.extra_args)
-        rows = [
-            measure_command(c, env, args.model, args.steps, workdir, extra, backend)
-            for env in names
-            for c in args.commands
-            for backend in (["auto"] if c == "sft" else args.backends)
-        ]
+        for env, command, backend in plan:
+            if (env, command, backend) in kept:
+                print(f"[{env}] {command} ({backend}): kept from {args.json}", flush=True)
+                rows.append(kept.pop((env, command, backend)))
+                continue
+            rows.append(measure_command(command, env, args.model, args.steps, workdir, extra, backend))
+            if args.json:  # the rows of this plan so far, then the file's other rows
+                save_sweep(args.json, setting, floor, [*rows, *kept.values()])
+    if args.json:
+        save_sweep(args.json, setting, floor, [*rows, *kept.values()])
     print_rows(rows, floor, args.budget_gb * 1024)
     if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        record = {
-            "model": args.model,
-            "steps": args.steps,
-            "floor": asdict(floor),
-            "rows": [asdict(r) for r in rows],
-        }
-        args.json.write_text(json.dumps(record, indent=1) + "\n")
         print(f"rows: {args.json}")
     return rows
 

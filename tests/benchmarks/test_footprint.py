@@ -97,3 +97,56 @@ def test_backends_are_read_from_the_command_and_compared_with_the_first(tmp_path
         "sokoban train: vllm / hf: s/step 0.50x, tree memory 1.50x"
     ]
     assert footprint.backend_ratios([hf]) == []
+
+
+def test_a_stopped_sweep_resumes_from_its_json_and_keeps_the_rows_it_has(tmp_path, monkeypatch, capsys):
+    """A sweep of every env at the default model runs for hours: each row is written as it
+    finishes, and the same command again measures only what is missing. (The measuring itself
+    is replaced by a fake here; the tiny-model test above runs the real one.)"""
+    measured: list[tuple[str, str]] = []
+
+    def fake_measure(command, env, model, steps, workdir, extra=(), backend="auto"):
+        if env == "sudoku" and len(measured) == 1 and not stop_at_sudoku.get("done"):
+            stop_at_sudoku["done"] = True
+            raise KeyboardInterrupt  # the user stops the sweep during its second row
+        measured.append((env, command))
+        return footprint.Footprint(env, command, [command], "hf", asked_backend=backend, peak_tree_mb=1000.0)
+
+    stop_at_sudoku: dict[str, bool] = {}
+    floors = []
+    monkeypatch.setattr(footprint, "measure_command", fake_measure)
+    monkeypatch.setattr(
+        footprint,
+        "measure_floor",
+        lambda model, workdir: floors.append(1) or footprint.Footprint("-", "bare", [model]),
+    )
+    out = tmp_path / "sweep.json"
+    sweep = [
+        "--env",
+        "sokoban",
+        "sudoku",
+        "plan_path",
+        "--json",
+        str(out),
+        "--workdir",
+        str(tmp_path / "runs"),
+    ]
+    with pytest.raises(KeyboardInterrupt):
+        footprint.main(sweep)
+    assert [row["env"] for row in json.loads(out.read_text())["rows"]] == ["sokoban"]  # kept on disk
+
+    rows = footprint.main(sweep)
+    assert measured == [("sokoban", "train"), ("sudoku", "train"), ("plan_path", "train")]  # sokoban once
+    assert [row.env for row in rows] == ["sokoban", "sudoku", "plan_path"] and len(floors) == 1
+    assert "[sokoban] train (auto): kept from" in capsys.readouterr().out
+    # Another env later joins the same file; the rows already there stay.
+    footprint.main(["--env", "math", "--json", str(out), "--workdir", str(tmp_path / "runs")])
+    assert [row["env"] for row in json.loads(out.read_text())["rows"]] == [
+        "math",
+        "sokoban",
+        "sudoku",
+        "plan_path",
+    ]
+
+    with pytest.raises(SystemExit, match=r"steps 2 \(now 3\); rerun with its flags"):
+        footprint.main([*sweep, "--steps", "3"])
