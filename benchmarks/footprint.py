@@ -19,6 +19,8 @@ What is measured, per command:
   and keeps the highest sum. PSS shares a page among the processes that map it, so the sum
   is what the machine holds for the whole tree (RSS would count a shared page once per process);
 * **peak RSS of its largest process** (the kernel's ``ru_maxrss`` of the command's children);
+* **which phase sets the peak**: the command's own process's peak so far as the first step's
+  rollout ended and as its update ended (the ``memory/peak_mb/<phase>`` of its metrics.jsonl);
 * **the floor**: the same peak for a process that only imports torch and transformers and
   loads the model (what no command on that model can go under);
 * **seconds per step by phase** (generation, env, learner) and **generated tokens/s**: the mean
@@ -59,12 +61,14 @@ import envs
 from agents.models import DEFAULT_MODEL
 from benchmarks.process_memory import tree_pss
 from benchmarks.tables import print_table
+from trainers.runtime.peak_memory import PEAK_PREFIX
 
 __all__ = ["COMMANDS", "Footprint", "command_line", "main", "measure", "step_phases"]
 
 COMMANDS = ("train", "sft", "evaluate")
 SAMPLE_S = 0.25  # reading PSS (smaps) of a tree costs CPU: at 0.1 s it took ~15% of a core
 MB = 2**20
+PEAK_PHASES = ("rollout", "update")  # the phases whose readings the table shows
 EVALUATE_EPISODES = 4
 
 
@@ -83,6 +87,9 @@ class Footprint:
     wall_s: float = 0.0
     phases: dict[str, float] = field(default_factory=dict)
     tokens_per_s: float | None = None
+    phase_peak_mb: dict[str, float] = field(default_factory=dict)
+    """The command's main process's peak so far as each phase of its first step ended
+    (``memory/peak_mb/<phase>`` in its metrics.jsonl): which phase raised it."""
     error: str | None = None
 
 
@@ -150,14 +157,19 @@ def _quiet_env() -> dict[str, str]:
     }
 
 
+def _measured_steps(run_dir: Path, warmup: int) -> list[dict]:
+    """The lines of ``run_dir/metrics.jsonl`` after the first ``warmup`` steps."""
+    path = run_dir / "metrics.jsonl"
+    if not path.exists():
+        return []
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return [row for row in rows if row.get("step", 0) > warmup]
+
+
 def step_phases(run_dir: Path, warmup: int = 1) -> tuple[dict[str, float], float | None]:
     """Mean seconds per step by phase, and mean generated tokens/s, over the steps of
     ``run_dir/metrics.jsonl`` after the first ``warmup``."""
-    path = run_dir / "metrics.jsonl"
-    if not path.exists():
-        return {}, None
-    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-    rows = [row for row in rows if row.get("step", 0) > warmup]
+    rows = _measured_steps(run_dir, warmup)
     if not rows:
         return {}, None
     phases = {}
@@ -167,6 +179,15 @@ def step_phases(run_dir: Path, warmup: int = 1) -> tuple[dict[str, float], float
             phases[key.removeprefix("time/")] = sum(values) / len(values)
     rates = [row["tokens_per_s"] for row in rows if row.get("tokens_per_s")]
     return phases, (sum(rates) / len(rates) if rates else None)
+
+
+def phase_peaks(run_dir: Path) -> dict[str, float]:
+    """The process's peak so far as each phase of the first step ended (``memory/peak_mb/<phase>``):
+    the first rollout and the first update each set their level there (later steps start from
+    the memory the process kept, and the run's overall peak is the process column)."""
+    rows = _measured_steps(run_dir, warmup=0)
+    first = rows[0] if rows else {}
+    return {k.removeprefix(PEAK_PREFIX): v for k, v in first.items() if k.startswith(PEAK_PREFIX)}
 
 
 def measure_command(
@@ -195,6 +216,7 @@ def measure_command(
         row.error = f"exit {code}: {tail[0][:300]} (log {log})"
     elif command != "evaluate":
         row.phases, row.tokens_per_s = step_phases(out / "run")
+        row.phase_peak_mb = phase_peaks(out / "run")
     row.backend = "hf" if command == "sft" else reported_backend(log) or backend
     outcome = f"failed ({row.error})" if row.error else f"peak tree PSS {_mb(row.peak_tree_mb)} MB"
     print(f"[{env}] {command}: {outcome}, largest process {_mb(row.peak_process_mb)} MB, {row.wall_s:.0f} s")
@@ -238,7 +260,7 @@ def print_rows(rows: list[Footprint], floor: Footprint, budget_mb: float) -> Non
     table = []
     for row in rows:
         if row.error:
-            table.append([row.env, row.command, row.backend, "failed", *[""] * 8])
+            table.append([row.env, row.command, row.backend, "failed", *[""] * 9])
             continue
         p = row.phases
         seconds = [f"{p[k]:.1f}" if k in p else "-" for k in ("step", "generate", "env", "learner")]
@@ -249,14 +271,15 @@ def print_rows(rows: list[Footprint], floor: Footprint, budget_mb: float) -> Non
                 row.backend,
                 _mb(row.peak_tree_mb),
                 _mb(row.peak_process_mb),
+                " / ".join(_mb(row.phase_peak_mb[k]) if k in row.phase_peak_mb else "-" for k in PEAK_PHASES),
                 f"{row.peak_tree_mb / floor.peak_tree_mb:.1f}x" if floor.peak_tree_mb else "-",
                 *seconds,
                 f"{row.tokens_per_s:.0f}" if row.tokens_per_s else "-",
                 "yes" if row.peak_tree_mb <= budget_mb else f"NO (> {budget_mb / 1024:.0f} GB)",
             ]
         )
-    header = ["env", "command", "backend", "tree MB", "process MB", "x floor", "s/step", "generate", "env s",
-              "learner", "tokens/s", "within"]  # fmt: skip
+    header = ["env", "command", "backend", "tree MB", "process MB", "rollout / update MB", "x floor",
+              "s/step", "generate", "env s", "learner", "tokens/s", "within"]  # fmt: skip
     print_table(header, table)
     for line in backend_ratios(rows):
         print(line)

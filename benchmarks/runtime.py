@@ -31,10 +31,8 @@ from trainers.backends import apply_thread_policy
 from trainers.config import TrainConfig, resolve_config
 from trainers.rollout import step_request, training_sampling
 from trainers.runtime import make_runtime
-from trainers.runtime.step import train_step
+from trainers.runtime.step import MACHINE_METRICS, train_step
 from trainers.seeding import seed_everything
-
-TIMING_PREFIXES = ("time/", "tokens_per_s")
 
 
 def measure(config: TrainConfig, steps: int) -> dict[str, Any]:
@@ -66,8 +64,8 @@ def metric_gap(a: dict[str, Any], b: dict[str, Any]) -> float:
     they logged different keys): 0 for the very same floats."""
     gap = 0.0
     for x, y in zip(a["metrics"], b["metrics"], strict=True):
-        keys = {k for k in x if not k.startswith(TIMING_PREFIXES)}
-        if keys != {k for k in y if not k.startswith(TIMING_PREFIXES)}:
+        keys = {k for k in x if not k.startswith(MACHINE_METRICS)}
+        if keys != {k for k in y if not k.startswith(MACHINE_METRICS)}:
             return float("inf")
         gap = max([gap, *(abs(float(x[k]) - float(y[k])) for k in keys)])
     return gap

@@ -88,6 +88,7 @@ from trainers.run.files import trained_seconds
 from trainers.run.lifecycle import Run, run_files_lines
 from trainers.run.trees import write_trees
 from trainers.runtime import Runtime, WorkerLost, make_runtime
+from trainers.runtime.peak_memory import PEAK_PREFIX
 from trainers.runtime.step import train_step
 
 __all__ = ["Summary", "train", "main", "parse_train_args", "load_run_config"]
@@ -116,6 +117,9 @@ class Summary:
     """The held-out test evaluation after the last step (None: as ``test_before``)."""
     eval_split: str = "validation"
     """Where ``before`` and ``after`` played."""
+    phase_peak_mb: dict[str, float] = dataclasses.field(default_factory=dict)
+    """The highest ``memory/peak_mb/<phase>`` of the logged steps (this process's peak so far as
+    that phase ended)."""
 
 
 # ---------------------------------------------------------------------------- set-up
@@ -368,6 +372,8 @@ def _train(
     phase_seconds = {
         p: float(np.mean([r[p] for r in records if p in r])) for p in phases if any(p in r for r in records)
     }
+    peak_keys = dict.fromkeys(k for r in records for k in r if k.startswith(PEAK_PREFIX))  # step order
+    peaks = {k.removeprefix(PEAK_PREFIX): max(r[k] for r in records if k in r) for k in peak_keys}
     return Summary(
         run_dir,
         final,
@@ -379,6 +385,7 @@ def _train(
         test_before=tests.get(0),
         test_after=tests.get(final),
         eval_split=config.eval_split,
+        phase_peak_mb=peaks,
     )
 
 
@@ -402,6 +409,9 @@ def format_summary(summary: Summary) -> str:
     if summary.phase_seconds:
         phases = ", ".join(f"{k.split('/')[1]} {v:.1f}s" for k, v in summary.phase_seconds.items())
         lines.append(f"  mean per step: {phases}")
+    if summary.phase_peak_mb:
+        peaks = ", ".join(f"{phase} {mb:,.0f} MB" for phase, mb in summary.phase_peak_mb.items())
+        lines.append(f"  peak memory of this process, as each phase ended: {peaks}")
     judged = held_out if held_out[1] is not None else (summary.before, summary.after)
     first, last = judged[0].get("success", 0.0), judged[1].get("success", 0.0)
     if last <= first and last < 1.0 and summary.warm_started:

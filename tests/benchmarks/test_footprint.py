@@ -40,14 +40,16 @@ def test_the_tree_reading_counts_a_childs_memory():
 
 
 def test_step_phases_leave_out_the_warm_up_step(tmp_path):
+    UPDATE, ROLLOUT = "memory/peak_mb/update", "memory/peak_mb/rollout"
     rows = [
-        {"step": 1, "time/generate": 9.0, "time/step": 10.0, "tokens_per_s": 1.0},
-        {"step": 2, "time/generate": 2.0, "time/step": 3.0, "tokens_per_s": 40.0},
-        {"step": 3, "time/generate": 4.0, "time/step": 5.0, "tokens_per_s": 60.0},
+        {"step": 1, "time/generate": 9.0, "time/step": 10.0, "tokens_per_s": 1.0, UPDATE: 9e3},
+        {"step": 2, "time/generate": 2.0, "time/step": 3.0, "tokens_per_s": 40.0, UPDATE: 700},
+        {"step": 3, "time/generate": 4.0, "time/step": 5.0, "tokens_per_s": 60.0, UPDATE: 900, ROLLOUT: 600},
     ]
     (tmp_path / "metrics.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
     phases, tokens_per_s = footprint.step_phases(tmp_path)
     assert phases == {"generate": 3.0, "step": 4.0} and tokens_per_s == 50.0
+    assert footprint.phase_peaks(tmp_path) == {"update": 9e3}  # the first step's readings
 
 
 @pytest.mark.slow
@@ -68,13 +70,15 @@ def test_a_tiny_model_run_measures_training_and_the_warm_start(tmp_path, capsys)
         assert row.peak_tree_mb > floor and row.peak_process_mb > 0 and row.wall_s > 0
     train, sft = rows
     assert set(train.phases) == {"generate", "env", "learner", "step"} and train.tokens_per_s > 0
+    assert set(train.phase_peak_mb) == {"rollout", "update"} and min(train.phase_peak_mb.values()) > 100
     assert "step" in sft.phases
     table = capsys.readouterr().out
     assert "floor (the bare model, tiny-test)" in table
     # tiny-test is built in-process, so --backend auto picks transformers, and says so
     assert [row.backend for row in rows] == ["hf", "hf"]
-    for command in commands:  # a row with its backend, tree and process peaks
-        assert re.search(rf"plan_path\s+{command}\s+hf\s+[\d,]+\s+[\d,]+\s+\d", table), command
+    for command, phases in zip(commands, [r"[\d,]+ / [\d,]+", "- / -"], strict=True):
+        # a row with its backend, tree and process peaks, and the phases' peaks (training's only)
+        assert re.search(rf"plan_path\s+{command}\s+hf\s+[\d,]+\s+[\d,]+\s+{phases}\s+\d", table), command
 
 
 def test_an_unknown_env_is_refused_with_the_registered_names(capsys):

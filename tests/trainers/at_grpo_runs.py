@@ -11,13 +11,12 @@ from pathlib import Path
 from agents.threads import THREADS_ENV
 from tests.conftest import SUBPROCESS_TIMEOUT_S
 from trainers.config import TrainConfig
+from trainers.runtime.step import MACHINE_METRICS
 
 __all__ = ["REPO", "TEST_ENV", "run_module", "tiny_args", "tiny_config", "without_timings"]
 
 REPO = Path(__file__).resolve().parents[2]
 TEST_ENV = "tests.trainers.conftest:test/even_plan"  # imports the module that registers it
-# Timing fields differ between any two runs; everything else must match on resume.
-TIMING_PREFIXES = ("time/", "tokens_per_s")
 
 
 def tiny_args(out: Path, *extra: str) -> list[str]:
@@ -71,7 +70,8 @@ def run_module(
 
 
 def without_timings(records: list[dict]) -> list[dict]:
-    return [{k: v for k, v in r.items() if not k.startswith(TIMING_PREFIXES)} for r in records]
+    """The records without the machine's figures (time, memory): the rest must match on resume."""
+    return [{k: v for k, v in r.items() if not k.startswith(MACHINE_METRICS)} for r in records]
 
 
 def tiny_config(tmp_path: Path, **fields) -> TrainConfig:

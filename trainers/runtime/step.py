@@ -20,8 +20,13 @@ from trainers.evaluation import episode_metrics, node_zero_variance, sample_metr
 from trainers.records import Episode, RolloutBatch
 from trainers.rollout import step_request, training_sampling
 from trainers.runtime import Runtime
+from trainers.runtime.peak_memory import PhasePeaks
 
-__all__ = ["LEARNER_KEYS", "train_step"]
+__all__ = ["LEARNER_KEYS", "MACHINE_METRICS", "train_step"]
+
+MACHINE_METRICS = ("time/", "tokens_per_s", "memory/")
+"""Prefixes of the step metrics that depend on the machine and its load, not on the run:
+two runs of one config (a resumed one, a Ray one) log the same values for every other key."""
 
 LEARNER_KEYS = (
     "loss",
@@ -74,8 +79,10 @@ def train_step(
     in place; the caller saves it in checkpoints. ``on_advantages(batch, advantages)`` sees
     the rollouts and their advantages before the update (the run records trees with it)."""
     started = time.perf_counter()
+    peaks = PhasePeaks()
     phase(f"step {step}: rolling out {config.tasks_per_step} tasks x K={config.num_generations}")
     batch = runtime.collect(step_request(config, step, training_sampling(config)))
+    peaks.end("rollout")
     advantage_start = time.perf_counter()
     options = estimator_options(config)
     stateful = ADVANTAGE_ESTIMATORS[config.estimator].stateful
@@ -89,10 +96,13 @@ def train_step(
     learner_start = time.perf_counter()
     phase(f"step {step}: updating on {len(batch.samples)} samples")
     per_unit = runtime.update(batch.samples, result, seed=config.seed * 1_000_003 + step)
+    peaks.end("update")
     sync_start = time.perf_counter()
     if runtime.serves_copies:
         phase(f"step {step}: syncing weights to the engine")
     sync_seconds = runtime.publish()  # the next rollout samples from the new weights
+    if runtime.serves_copies:
+        peaks.end("publish")
     done = time.perf_counter()
     stats = batch.stats
     diagnostics = {f"adv/{k}": float(v) for k, v in result.diagnostics.items() if isinstance(v, int | float)}
@@ -111,6 +121,7 @@ def train_step(
         "time/learner": sync_start - learner_start,
         **({"time/sync": sync_seconds} if runtime.serves_copies else {}),
         "time/step": done - started,
+        **peaks.metrics(),
     }
     return metrics, batch.episodes
 

@@ -36,6 +36,7 @@ from trainers.run.checkpoint import (
     save_checkpoint,
 )
 from trainers.run.checkpoint_files import read_tree, write_manifest, write_tree
+from trainers.runtime.step import MACHINE_METRICS
 from trainers.sft import train_sft
 from trainers.sft_config import SFTConfig
 
@@ -336,7 +337,7 @@ def sft_config(tmp_path, **changes) -> SFTConfig:
     return SFTConfig(**{**fields, **changes})
 
 
-TIMINGS = ("time/", "tokens_per_s", "seconds", "wall_seconds")  # differ between any two runs
+TIMINGS = (*MACHINE_METRICS, "seconds", "wall_seconds")  # differ between any two runs
 
 
 def without_timings(run: Path, name: str) -> list[dict]:
