@@ -7,9 +7,11 @@ near the budget's. A single sequence longer than the budget cannot be split: ALF
 the code env's prompts run to thousands of tokens. For such a forward only, each decoder layer
 keeps its input and recomputes the rest during the backward pass (transformers' gradient
 checkpointing, non-reentrant): about a third more compute for that sequence, and memory that
-grows with one layer's activations instead of all of them. Forwards within the budget, and
-the shared-prefix forward (whose key/value cache a recompute would write twice), run as
-before.
+grows with one layer's activations instead of all of them. Forwards within the budget run as
+before. The shared-prefix forward cannot recompute (a recompute would write its key/value
+cache twice), so the learner gives it only the groups that fit the budget: a prompt too long
+for two of its responses goes the padded way, one sequence per forward, recomputed (before
+that rule the code env's update peaked near 3.6 GB).
 """
 
 from __future__ import annotations

@@ -148,7 +148,8 @@ class Learner:
         else the sampler's ``samples[i].logprobs``). With ``shared_prefix``, samples with identical
         prompt ids form groups; each group of size > 1 is a shared-prefix micro-batch (split
         into sub-groups when P + K * R_max exceeds the budget, the prompt counted once per
-        sub-group); singletons (or everything, with the switch off) are packed into padded
+        sub-group); singletons, the samples of a prompt too long to share with even one other
+        response within the budget (or everything, with the switch off) are packed into padded
         micro-batches costing rows x longest sequence."""
         pad, device = unit.policy.tokenizer.pad_token_id, unit.policy.device
         old = old_logprobs or {}
@@ -164,18 +165,21 @@ class Learner:
             for prompt, members in groups.items():
                 if len(members) == 1:
                     continue
+                # A sub-group must fit the budget: the shared-prefix forward cannot recompute its
+                # activations (trainers.activations), so a prompt too long for even two of its
+                # responses goes to the padded path, whose over-budget sequences recompute.
                 chunk: list[int] = []
-                for i in members:
-                    lengths = [len(samples[j].token_ids) for j in chunk + [i]]
-                    if len(chunk) < 2 or prefix_cost(len(prompt), lengths) <= self.config.micro_batch_tokens:
-                        chunk.append(i)
-                        continue
-                    yield collate(chunk, shared=True)
-                    chunk = [i]
-                if len(chunk) > 1:
-                    yield collate(chunk, shared=True)
-                else:
-                    singles.extend(chunk)
+                for i in members + [None]:
+                    if i is not None:
+                        lengths = [len(samples[j].token_ids) for j in chunk + [i]]
+                        if not chunk or prefix_cost(len(prompt), lengths) <= self.config.micro_batch_tokens:
+                            chunk.append(i)
+                            continue
+                    if len(chunk) > 1:
+                        yield collate(chunk, shared=True)
+                    else:
+                        singles.extend(chunk)
+                    chunk = [i] if i is not None else []
         order = sorted(singles, key=lambda i: len(samples[i].prompt_token_ids) + len(samples[i].token_ids))
         chunk = []
         for i in order + [None]:

@@ -14,7 +14,7 @@ from agents.base import SamplingParams
 from agents.hf import HFPolicy
 from agents.scripted import OraclePolicy
 from agents.team import Team
-from tests.trainers.conftest import EVEN_TEAM_ID
+from tests.trainers.conftest import EVEN_PLAN_ID, EVEN_TEAM_ID
 from trainers.advantages import AdvantageResult, at_grpo
 from trainers.learner import Learner, LearnerConfig
 from trainers.records import TaskKey
@@ -304,6 +304,26 @@ def test_a_sequence_longer_than_the_budget_recomputes_its_activations_with_the_s
         assert torch.allclose(a, b, rtol=1e-5, atol=1e-8)
 
 
+def test_a_prompt_too_long_to_share_the_budget_trains_on_the_recomputed_padded_path():
+    # issue 48: the shared-prefix forward keeps every activation (it cannot recompute), so a
+    # group whose prompt and two responses exceed the budget must not take it (the code env's
+    # update reached ~3.6 GB that way); its samples train one recomputed sequence at a time
+    env = envs.make("plan_path")
+    batch = rollout(Team.shared(env, HFPolicy("tiny-test")), max_new_tokens=7)
+    result = random_advantages(batch)
+    padded, padded_metrics = captured_gradients(
+        HFPolicy("tiny-test"), env, batch, result, shared_prefix=False, micro_batch_tokens=16
+    )
+    shared, shared_metrics = captured_gradients(
+        HFPolicy("tiny-test"), env, batch, result, shared_prefix=True, micro_batch_tokens=16
+    )
+    assert shared_metrics["prefix_groups"] == 0
+    assert shared_metrics["recomputed_micro_batches"] == shared_metrics["micro_batches"] == len(batch.samples)
+    assert shared_metrics["loss"] == pytest.approx(padded_metrics["loss"], abs=1e-7)
+    for a, b in zip(padded, shared, strict=True):
+        assert torch.allclose(a, b, rtol=1e-5, atol=1e-8)
+
+
 # ------------------------------------------------------------- pi_old, passes, dynamic sampling
 def capture_gradients(learner, unit_name="tiny-test"):
     """Replace the unit's optimiser step with a recorder of the gradients it would apply."""
@@ -405,8 +425,11 @@ def test_dr_grpo_loss_needs_the_generation_budget_at_construction():
 def test_bfloat16_pi_old_of_the_real_model():
     """SmolLM2-135M in bf16 on CPU: the sampler's logprobs are off by ~0.04 on average (enough to
     put ratios outside the clip range on the first pass); recomputed, the first ratio is 1."""
-    env = envs.make("plan_path")
-    batch = rollout(Team.shared(env, HFPolicy("smollm2-135m-instruct", dtype="bfloat16")), max_new_tokens=8)
+    # one short task (6 samples): bfloat16 matmuls are emulated on CPUs without AVX-512 BF16,
+    # where three Plan-Path tasks took ~9 minutes (three of this task, 2)
+    env = envs.make(EVEN_PLAN_ID)
+    policy = HFPolicy("smollm2-135m-instruct", dtype="bfloat16")
+    batch = rollout(Team.shared(env, policy), max_new_tokens=8, env_id=EVEN_PLAN_ID, n_tasks=1)
     result = random_advantages(batch)
     runs = {}
     for mode in ("auto", "sampler"):
