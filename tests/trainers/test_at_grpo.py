@@ -165,6 +165,8 @@ REQUIRED_STEP_KEYS = (
     "time/env",
     "time/learner",
     "time/step",
+    "memory/peak_mb/rollout",
+    "memory/peak_mb/update",
 )
 
 
@@ -188,6 +190,8 @@ def test_cli_writes_every_artefact(tmp_path, module, algo_args, algo):
     assert [r["step"] for r in steps] == [1, 2]
     for key in REQUIRED_STEP_KEYS:
         assert any(key in r for r in steps), f"{key} missing from metrics.jsonl"
+    assert steps[-1]["memory/peak_mb/update"] >= steps[0]["memory/peak_mb/rollout"] > 100  # MB: a model
+    assert "peak memory of this process, as each phase ended: rollout " in done.stdout
     # Group diagnostics: adv/group_size_mean etc.; GiGPO has two levels (adv/episode/..., adv/anchor/...).
     for stat in ("group_size_mean", "zero_variance_share", "singleton_share"):
         assert any(k.startswith("adv/") and k.endswith(stat) for k in steps[0]), stat
