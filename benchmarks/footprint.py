@@ -48,6 +48,7 @@ import importlib.util
 import json
 import os
 import shlex
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -207,7 +208,10 @@ def measure_command(
     row = Footprint(
         env=env, command=command, argv=argv, asked_backend="auto" if command == "sft" else backend
     )
-    out.mkdir(parents=True, exist_ok=True)
+    # A stopped earlier measurement of this row (a rerun of a --workdir sweep) left its run
+    # directory, which the command would refuse to write into: the row is measured afresh.
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
     log = out / "log.txt"
     print(f"[{env}] {command}: python -m {shlex.join(argv)}", flush=True)
     row.peak_tree_mb, row.peak_process_mb, row.wall_s, code = measure(argv, log)

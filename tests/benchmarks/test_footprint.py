@@ -103,6 +103,24 @@ def test_backends_are_read_from_the_command_and_compared_with_the_first(tmp_path
     assert footprint.backend_ratios([hf]) == []
 
 
+def test_a_row_stopped_midway_is_measured_afresh_in_its_workdir(tmp_path, monkeypatch):
+    # a sweep stopped during a row leaves that row's run directory in --workdir; the rerun
+    # must not hand the command a non-empty run directory (it refuses one)
+    stale = tmp_path / "spiel-train" / "auto" / "run"
+    stale.mkdir(parents=True)
+    (stale / "config.json").write_text("{}")
+    seen = []
+
+    def fake_measure(argv, log, cwd=None):
+        seen.append(stale.exists())
+        log.write_text("backend: hf (auto)\n")  # what the command would print
+        return 1.0, 1.0, 1.0, 0
+
+    monkeypatch.setattr(footprint, "measure", fake_measure)
+    row = footprint.measure_command("train", "spiel", "tiny-test", 2, tmp_path)
+    assert seen == [False] and row.error is None and row.backend == "hf"
+
+
 def test_a_stopped_sweep_resumes_from_its_json_and_keeps_the_rows_it_has(tmp_path, monkeypatch, capsys):
     """A sweep of every env at the default model runs for hours: each row is written as it
     finishes, and the same command again measures only what is missing. (The measuring itself
