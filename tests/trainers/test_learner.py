@@ -426,7 +426,7 @@ def test_bfloat16_pi_old_of_the_real_model():
     """SmolLM2-135M in bf16 on CPU: the sampler's logprobs are off by ~0.04 on average (enough to
     put ratios outside the clip range on the first pass); recomputed, the first ratio is 1."""
     # one short task (6 samples): bfloat16 matmuls are emulated on CPUs without AVX-512 BF16,
-    # where three Plan-Path tasks took ~9 minutes (three of this task, 2)
+    # where three Plan-Path tasks took ~9 minutes and three of these tasks ~2)
     env = envs.make(EVEN_PLAN_ID)
     policy = HFPolicy("smollm2-135m-instruct", dtype="bfloat16")
     batch = rollout(Team.shared(env, policy), max_new_tokens=8, env_id=EVEN_PLAN_ID, n_tasks=1)
