@@ -255,9 +255,10 @@ def test_the_readme_env_trains_with_its_own_preset_from_its_directory(tmp_path):
 
 @pytest.mark.slow
 def test_bare_training_command_runs_with_the_default_model(tmp_path):
-    # One step and 4-task evaluations: what the bare command does, at a fifth of its evaluations'
-    # cost (an untrained team plays every cycle of every task with full-length replies).
-    args = ["--env", "sokoban", "--steps", "1", "--eval-tasks", "4", "--test-tasks", "4"]
+    # One step and 2-task evaluations: what the bare command does, at a small part of its
+    # evaluations' cost (an untrained team plays every cycle of every task with full-length
+    # replies; 4-task evaluations made this the suite's slowest test after the learning tests).
+    args = ["--env", "sokoban", "--steps", "1", "--eval-tasks", "2", "--test-tasks", "2"]
     done = run_module("trainers.at_grpo", args, cwd=tmp_path, auto_threads=True)
     assert done.returncode == 0, done.stderr[-3000:]
     (run,) = (tmp_path / "runs").iterdir()
