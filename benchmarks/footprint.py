@@ -20,7 +20,9 @@ What is measured, per command:
   is what the machine holds for the whole tree (RSS would count a shared page once per process);
 * **peak RSS of its largest process** (the kernel's ``ru_maxrss`` of the command's children);
 * **which phase sets the peak**: the command's own process's peak so far as the first step's
-  rollout ended and as its update ended (the ``memory/peak_mb/<phase>`` of its metrics.jsonl);
+  rollout ended and as its update ended (the ``memory/peak_mb/<phase>`` of its metrics.jsonl;
+  a warm start's first step reads it after its demonstrations, validation loss, evaluation and
+  update, printed under the table);
 * **the floor**: the same peak for a process that only imports torch and transformers and
   loads the model (what no command on that model can go under);
 * **seconds per step by phase** (generation, env, learner) and **generated tokens/s**: the mean
@@ -287,6 +289,11 @@ def print_rows(rows: list[Footprint], floor: Footprint, budget_mb: float) -> Non
     print_table(header, table)
     for line in backend_ratios(rows):
         print(line)
+    for row in rows:  # a warm start's phases are not a training step's: said in full
+        others = [k for k in row.phase_peak_mb if k not in PEAK_PHASES]
+        if others:
+            readings = ", ".join(f"{k} {_mb(v)}" for k, v in row.phase_peak_mb.items())
+            print(f"{row.env} {row.command}: peak of its main process as each phase ended: {readings} MB")
     for row in rows:
         if row.error:
             print(f"{row.env} {row.command} failed: {row.error}")

@@ -19,7 +19,9 @@ Run directory (``<output_dir>/<run_name>``), as ``trainers.at_grpo`` writes it:
 
     config.json        the resolved config; --resume reads it, --init reads its model
     metrics.jsonl      per step: nll (reply tokens, before the step), tokens, grad norm, seconds;
-                       val_nll on the validation tasks every val_every steps
+                       val_nll on the validation tasks every val_every steps; the process's
+                       peak memory as each phase last ended (memory/peak_mb/demonstrations,
+                       validation, evaluation, update)
     eval.jsonl         success (with success_se), invalid rate, returns per role (other teams
                        of --teams under <team>/...) on eval_split tasks (the validation slice by
                        default), before training, every eval_every steps, at the end
@@ -58,6 +60,7 @@ from trainers.run.checkpoint import load_checkpoint, save_checkpoint
 from trainers.run.dirs import load_saved_config
 from trainers.run.files import trained_seconds
 from trainers.run.lifecycle import Run, run_files_lines
+from trainers.runtime.peak_memory import PhasePeaks
 from trainers.sft_config import SFT_RESUMABLE_OVERRIDES, SFTConfig, resolve_sft_config
 from trainers.sft_demos import warm_start_demonstrations
 from trainers.supervised import SupervisedLearner
@@ -229,6 +232,10 @@ def _run_sft(config: SFTConfig, progress: RunProgress, started: float) -> SFTSum
     progress.resume_at(start)
     progress.phase(f"recording demonstrations ({' '.join(config.demos)})")
     train, val = warm_start_demonstrations(config, teams)
+    # Which phase raised the process's memory (every step's metrics carry the latest readings):
+    # the demonstrations held in memory, the validation loss, an evaluation, the update.
+    peaks = PhasePeaks()
+    peaks.end("demonstrations")
     if not train:
         raise ConfigError(
             f"no demonstration from --demos {' '.join(config.demos)}: the oracle solved none of the "
@@ -252,9 +259,14 @@ def _run_sft(config: SFTConfig, progress: RunProgress, started: float) -> SFTSum
 
     with run:
         evals, tests = dict(run.evals), run.tests  # evals: those made before this session
-        if 0 not in evals:
+        if 0 in evals:
+            before = evals[0]
+        else:
             progress.phase("validation NLL (step 0)")
-        before = evals.get(0) or evaluate_at(0, learner.nll(val)["all"])
+            val_nll = learner.nll(val)["all"]
+            peaks.end("validation")
+            before = evaluate_at(0, val_nll)
+            peaks.end("evaluation")
         test_at(0)
         after = evals[max(evals)] if evals else before
         vals = [r["val_nll"] for r in run.step_records() if "val_nll" in r]
@@ -276,6 +288,7 @@ def _run_sft(config: SFTConfig, progress: RunProgress, started: float) -> SFTSum
             lr = config.lr * lr_factor(config.lr_schedule, step, config.steps, config.warmup_steps)
             learner.set_lr(lr)
             per_unit = learner.step(batch)
+            peaks.end("update")
             units = list(per_unit.values())
             tokens = sum(m["tokens"] for m in units)
             metrics = {
@@ -293,7 +306,8 @@ def _run_sft(config: SFTConfig, progress: RunProgress, started: float) -> SFTSum
             if evaluating or step % config.val_every == 0:
                 progress.phase(f"step {step}: validation NLL")
                 metrics["val_nll"] = val_after = learner.nll(val)["all"]
-            run.logger.log_step(step, metrics)
+                peaks.end("validation")
+            run.logger.log_step(step, {**metrics, **peaks.metrics()})
             train_text = f"step {step}: nll {metrics['nll']:.3f}  val nll {val_after:.3f}" + clock.text()
             progress.show(f"{train_text} | {eval_text}")
             # The checkpoint comes before the evaluation: an evaluation of a tool team can run for

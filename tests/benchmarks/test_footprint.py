@@ -72,12 +72,16 @@ def test_a_tiny_model_run_measures_training_and_the_warm_start(tmp_path, capsys)
     assert set(train.phases) == {"generate", "env", "learner", "step"} and train.tokens_per_s > 0
     assert set(train.phase_peak_mb) == {"rollout", "update"} and min(train.phase_peak_mb.values()) > 100
     assert "step" in sft.phases
+    assert list(sft.phase_peak_mb) == ["demonstrations", "validation", "evaluation", "update"]
     table = capsys.readouterr().out
+    phases_line = r"plan_path sft: peak of its main process as each phase ended: demonstrations [\d,]+, "
+    assert re.search(phases_line, table)
     assert "floor (the bare model, tiny-test)" in table
     # tiny-test is built in-process, so --backend auto picks transformers, and says so
     assert [row.backend for row in rows] == ["hf", "hf"]
-    for command, phases in zip(commands, [r"[\d,]+ / [\d,]+", "- / -"], strict=True):
-        # a row with its backend, tree and process peaks, and the phases' peaks (training's only)
+    for command, phases in zip(commands, [r"[\d,]+ / [\d,]+", r"- / [\d,]+"], strict=True):
+        # a row with its backend, tree and process peaks, and the phases' peaks (a warm start
+        # has no rollout; its other phases are printed under the table)
         assert re.search(rf"plan_path\s+{command}\s+hf\s+[\d,]+\s+[\d,]+\s+{phases}\s+\d", table), command
 
 
