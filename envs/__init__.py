@@ -129,6 +129,12 @@ register("referential-v0", "envs.games.referential.env:ReferentialEnv")
 register("spiel-v0", "envs.games.spiel:SpielEnv")
 register("mini_hanabi-v0", "envs.games.mini_hanabi.env:MiniHanabiEnv")
 # Household tasks: ALFWorld's six task types on a generated game and a pure-Python engine.
-register("alfworld-v0", "envs.alfworld.env:AlfWorldEnv")
+# v1: compact prompts and the searching oracle (horizon 20 in training); v0 stays for its results.
+register(
+    "alfworld-v0",
+    "envs.alfworld.env:AlfWorldEnv",
+    kwargs={"prompt_style": "record", "oracle": "expert", "history": 3},
+)
+register("alfworld-v1", "envs.alfworld.env:AlfWorldEnv")
 # Web shopping: WebShop's pages, reward and search over a seeded catalog (the webshop extra).
 register("webshop-v0", "envs.webshop.env:WebShopEnv")

@@ -338,8 +338,12 @@ class World:
         verb, *args = action
         return getattr(self, f"_do_{verb}")(*args)
 
-    def _do_inventory(self) -> str:
+    def carrying(self) -> str:
+        """What the ``inventory`` command says."""
         return f"You are carrying: a {self.holding}." if self.holding else "You are not carrying anything."
+
+    def _do_inventory(self) -> str:
+        return self.carrying()
 
     def _do_look(self) -> str:
         here = self.here()

@@ -40,7 +40,7 @@ _TOOL_FOR = {
     "pick_cool_then_place_in_recep": ("Fridge", "coolable"),
 }
 # Where a desk lamp stands: the table-like receptacles of living rooms and bedrooms.
-_LAMP_HOSTS = ("Desk", "SideTable", "Dresser", "DiningTable", "CoffeeTable", "TVStand", "Shelf")
+_LAMP_HOSTS = expert.LAMP_HOSTS
 _ID_PREFIX = {"SinkBasin": "sink", "BathtubBasin": "bathtub"}  # how ALFRED spells their ids
 
 

@@ -20,7 +20,7 @@ from envs.alfworld.engine import (
     World,
     join_list,
 )
-from envs.alfworld.env import normalize_command
+from envs.alfworld.env import compact_places, normalize_command
 from envs.alfworld.generator import UNSEEN_FLOOR_PLANS, floor_plans, generate, tables
 from envs.alfworld.pddl import pddl_available
 from envs.splits import split_seeds
@@ -246,7 +246,90 @@ def test_the_expert_wins_from_any_state_a_random_walk_reaches():
         assert world.won, seed
 
 
+def _search(world: World, limit: int = 200) -> int:
+    """Plays the searching expert from ``world``'s state; the number of commands it took."""
+    for taken in range(limit):
+        if world.won:
+            return taken
+        command = expert.search_command(world)
+        assert world.step(command) != NOTHING_HAPPENS, command
+    raise AssertionError(f"not won in {limit} commands")
+
+
+@pytest.mark.parametrize("split", ["train", "test"])
+def test_the_searching_expert_wins_every_game_from_reset_and_from_random_walks(split):
+    rng = np.random.default_rng(1)
+    for seed in split_seeds(split, 150):
+        spec = generate(seed, split=split).spec
+        _search(World(spec))
+        world = World(spec)
+        for _ in range(int(rng.integers(1, 25))):
+            commands = world.admissible()
+            world.step(commands[int(rng.integers(len(commands)))])
+        _search(world)
+
+
+def _hide_elsewhere(world: World) -> World:
+    """A twin whose goal objects the agent cannot see lie in other receptacles that can hold
+    them (what the prompt shows is the same)."""
+    twin = world.clone()
+    goal, spec = world.spec.goal, world.spec
+    seen_here = {name for r in world.here() if world.accessible(r) for name in world.contents(r.name)}
+    hidden = [
+        r.name
+        for r in spec.receptacles
+        if r.location != world.location and r.type != goal.recep and (r.type, goal.obj) in spec.can_contain
+    ]
+    for k, item in enumerate(spec.items):
+        if item.type == goal.obj and item.name != world.holding and item.name not in seen_here:
+            if not world.placed(item.name) and hidden:
+                twin.place[item.name] = (hidden[(k + 3) % len(hidden)],)
+    return twin
+
+
+def test_the_searching_expert_uses_only_what_the_agent_sees():
+    """Moving the objects the agent has not seen never changes its next command (the
+    omniscient expert's first command does change: it goes where the object lies)."""
+    changed_omniscient = 0
+    for seed in range(60):
+        world = World(generate(seed).spec)
+        changed_omniscient += expert.next_command(world) != expert.next_command(_hide_elsewhere(world))
+        for _ in range(40):
+            if world.won:
+                break
+            command = expert.search_command(world)
+            assert expert.search_command(_hide_elsewhere(world)) == command, (seed, command)
+            world.step(command)
+    assert changed_omniscient > 10
+
+
+def test_the_searching_plan_names_the_next_command_and_the_rest_in_words():
+    world = World(generate(3).spec)  # put a cool bread in countertop
+    steps = expert.search_plan(world)
+    assert steps[0] == expert.search_command(world)
+    assert steps[1:] == ["find a bread and take it", "cool it with fridge 1", "put it in countertop 1"]
+
+
 # ------------------------------------------------------------------ env
+def test_compact_places_are_ranges_per_type_in_listing_order():
+    names = ["cabinet 1", "cabinet 2", "cabinet 3", "drawer 1", "drawer 4", "drawer 5", "fridge 1", "shelf"]
+    assert compact_places(names) == "cabinet 1-3, drawer 1, 4-5, fridge 1, shelf"
+
+
+def test_the_compact_prompt_lists_places_once_and_no_example_move():
+    env = envs.make("alfworld", team="single")
+    env.reset(seed=0)
+    prompt = env.observe("actor_0")["prompt"]
+    assert "Places: " in prompt and "Now: You are in the middle of a room." in prompt
+    assert "go to cabinet" not in prompt and "You are not carrying anything." in prompt
+    env.step(env.oracle_response("actor_0"))
+    prompt = env.observe("actor_0")["prompt"]
+    assert "Your last 1 steps:\n> go to " in prompt and "Now:" not in prompt
+    old = envs.make("alfworld-v0", team="single")
+    old.reset(seed=0)
+    assert "e.g. <answer>go to cabinet 1</answer>" in old.observe("actor_0")["prompt"]
+
+
 def test_replies_are_normalised_to_the_engines_spelling():
     assert normalize_command("  Go To  Fridge 1. ", "move") == "go to fridge 1"
     assert normalize_command("put apple 1 in/on fridge 1", "move") == "move apple 1 to fridge 1"
