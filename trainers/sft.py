@@ -202,8 +202,15 @@ def train_sft(config: SFTConfig) -> SFTSummary:
     started = time.perf_counter()
     config = resolve_sft_config(config)
     # a per-role value for a role no team has fails here, in seconds, before the model loads
-    roles = [role for variant in config.teams for role in config.env_setup(variant).make().roles]
+    made = [config.env_setup(variant).make() for variant in config.teams]
+    roles = [role for env in made for role in env.roles]
     check_role_names(config, tuple(dict.fromkeys(roles)), "/".join(config.teams))
+    if "oracle" in config.demos and not callable(getattr(made[0], "oracle_response", None)):
+        raise ConfigError(
+            f"demos={list(config.demos)}: {type(made[0]).__name__} has no exact solver (oracle_response), "
+            "so it cannot play demonstrations; pass --demos runs/<run> to replay the successful "
+            "episodes of a training run instead"
+        )
     progress = RunProgress(
         bar_total(config.steps), desc=f"sft {envs.spec(config.env).name}", enabled=config.progress
     )

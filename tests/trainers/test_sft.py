@@ -277,6 +277,12 @@ def test_config_errors_name_the_fix(tmp_path, capsys):
         main(["--env", ONE_TOKEN_ID, "--env-kwargs", '{"team": "single"}', "--debug"])
     with pytest.raises(ConfigError, match="role_max_new_tokens"):
         SFTConfig(role_max_new_tokens={"tool": 0})
+    # an env with no exact solver: the oracle's demonstrations are a config error, before any
+    # model loads (it was a traceback after loading the model and playing the first turn)
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--env", "negotiation", "--model", "no-such/model", "--output-dir", str(tmp_path)])
+    assert exit_info.value.code == 2
+    assert "NegotiationEnv has no exact solver" in capsys.readouterr().err
 
 
 def test_per_role_reply_length_of_the_evaluations_is_a_command_line_flag():
