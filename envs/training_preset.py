@@ -39,6 +39,11 @@ class TrainingPreset:
             given; None: ``at_grpo``. Zero-sum self-play games set ``"spiral"`` (episode-level
             groups with a per-seat baseline): one-step branch rewards are 0 on almost every
             game turn, so tree groups would carry no signal there.
+        warm_start: ``python -m trainers.sft`` values for this env where the command line
+            gives none, by ``trainers.sft_config.SFTConfig`` field name, e.g.
+            ``{"teams": ("single",), "train_tasks": 400, "steps": 150}`` (empty: the command's
+            own defaults). For envs whose turns are long enough that the defaults would not fit
+            a 2-core CPU's time; a field the warm start does not have is an error when it runs.
     """
 
     max_new_tokens: int = 32
@@ -52,6 +57,7 @@ class TrainingPreset:
     eval_tasks: int = 16
     policy: str | None = None
     algo: str | None = None
+    warm_start: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.policy not in (None, "shared", "per_role"):

@@ -61,7 +61,12 @@ from trainers.run.dirs import load_saved_config
 from trainers.run.files import trained_seconds
 from trainers.run.lifecycle import Run, run_files_lines
 from trainers.runtime.peak_memory import PhasePeaks
-from trainers.sft_config import SFT_RESUMABLE_OVERRIDES, SFTConfig, resolve_sft_config
+from trainers.sft_config import (
+    SFT_RESUMABLE_OVERRIDES,
+    SFTConfig,
+    resolve_sft_config,
+    sft_config_from_flags,
+)
 from trainers.sft_demos import warm_start_demonstrations
 from trainers.supervised import SupervisedLearner
 from trainers.teams import build_team
@@ -188,7 +193,7 @@ def _plays_test(config: SFTConfig) -> bool:
 
 def _resolved_fields(given: dict) -> dict:
     """Every field's value for a command line that sets ``given`` (presets filled in)."""
-    config = resolve_sft_config(SFTConfig(**given))
+    config = resolve_sft_config(sft_config_from_flags(given))
     return {f.name: getattr(config, f.name) for f in dataclasses.fields(config)}
 
 
@@ -405,13 +410,14 @@ def _main(argv: list[str]) -> int:
         prog=PROG,
         description=(__doc__ or "").split("\n\n")[0],
         epilog="Defaults shown are those of this command line: a field left unset takes the env's training\n"
-        "preset (its TRAINING, envs.TrainingPreset), so --env sokoban --help shows sokoban's.",
+        "preset (its TRAINING, envs.TrainingPreset, and that preset's warm_start values), so\n"
+        "--env alfworld --help shows alfworld's.",
         resolve=_resolved_fields,
         choices={"env": envs.registered_names()},
         debug_option=True,
     )
     resume = overrides.get("resume")
-    config = load_sft_config(resume, overrides) if resume else SFTConfig(**overrides)
+    config = load_sft_config(resume, overrides) if resume else sft_config_from_flags(overrides)
     try:
         summary = train_sft(config)
     except KeyboardInterrupt:

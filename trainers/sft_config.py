@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+import envs
 from trainers.backends import BackendConfig, PolicyFactory, policy_factory
 from trainers.config import ConfigError, TrainConfig, _env_name, env_preset, preset_role_lengths
 from trainers.config_fields import (
@@ -28,6 +29,8 @@ from trainers.env_setup import EnvSetup
 
 __all__ = [
     "SFTConfig",
+    "sft_config_from_flags",
+    "warm_start_preset",
     "SFT_RESUMABLE_OVERRIDES",
     "resolve_sft_config",
     "as_train_config",
@@ -154,6 +157,27 @@ SFT_RESUMABLE_OVERRIDES = frozenset(
     {"steps", "progress", "tensorboard", "plots", "resume", "eval_every", "val_every", "threads"}
     | {"train_minutes"}
 )
+
+
+def warm_start_preset(env_id: str) -> dict[str, Any]:
+    """The env's warm-start values (``TrainingPreset.warm_start``), checked against the fields."""
+    name = _env_name(env_id)
+    values = dict(envs.spec(name).training.warm_start)
+    unknown = sorted(set(values) - {f.name for f in dataclasses.fields(SFTConfig)})
+    if unknown:
+        raise ConfigError(
+            f"env={name!r}: its TrainingPreset.warm_start names {unknown}, which are not fields of "
+            "the warm start (python -m trainers.sft --help lists them)"
+        )
+    if "teams" in values:
+        values["teams"] = tuple(values["teams"])
+    return values
+
+
+def sft_config_from_flags(given: Mapping[str, Any]) -> SFTConfig:
+    """The warm start a command line asks for: the fields' defaults, then the env's warm-start
+    preset (``warm_start_preset``), then the flags ``given``."""
+    return SFTConfig(**{**warm_start_preset(given.get("env", SFTConfig.env)), **given})
 
 
 def resolve_sft_config(config: SFTConfig) -> SFTConfig:

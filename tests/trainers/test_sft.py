@@ -12,7 +12,7 @@ import torch
 
 import envs
 from agents.team import Team
-from tests.trainers.conftest import ONE_LINE_PROGRAM_ID, ONE_TOKEN_ID
+from tests.trainers.conftest import ONE_LINE_PROGRAM_ID, ONE_TOKEN_ID, OneTokenEnv
 from trainers.at_grpo import main as at_grpo_main
 from trainers.cli import parse_overrides
 from trainers.config import ConfigError, TrainConfig
@@ -23,7 +23,7 @@ from trainers.records import TaskKey
 from trainers.run.checkpoint import load_initial_weights
 from trainers.run.trained_team import load_trained_team
 from trainers.sft import batch_indices, format_sft_summary, lr_factor, main, train_sft
-from trainers.sft_config import SFTConfig, resolve_sft_config
+from trainers.sft_config import SFTConfig, resolve_sft_config, sft_config_from_flags
 from trainers.supervised import SupervisedLearner
 from trainers.teams import build_team
 
@@ -283,6 +283,26 @@ def test_config_errors_name_the_fix(tmp_path, capsys):
         main(["--env", "negotiation", "--model", "no-such/model", "--output-dir", str(tmp_path)])
     assert exit_info.value.code == 2
     assert "NegotiationEnv has no exact solver" in capsys.readouterr().err
+
+
+class _WarmStartPresetEnv(OneTokenEnv):
+    TRAINING = envs.TrainingPreset(max_new_tokens=1, warm_start={"train_tasks": 7, "teams": ["single"]})
+
+
+class _BadWarmStartPresetEnv(_WarmStartPresetEnv):
+    TRAINING = envs.TrainingPreset(max_new_tokens=1, warm_start={"train_taks": 7})
+
+
+def test_an_envs_warm_start_preset_fills_the_fields_no_flag_sets():
+    envs.register("test/warm_preset-v0", entry_point=_WarmStartPresetEnv)
+    envs.register("test/bad_warm_preset-v0", entry_point=_BadWarmStartPresetEnv)
+    config = sft_config_from_flags({"env": "test/warm_preset-v0"})
+    assert (config.train_tasks, config.teams, config.val_tasks) == (7, ("single",), SFTConfig.val_tasks)
+    flagged = sft_config_from_flags({"env": "test/warm_preset-v0", "train_tasks": 9})
+    assert flagged.train_tasks == 9  # the flag wins
+    assert sft_config_from_flags({"env": ONE_TOKEN_ID}).train_tasks == SFTConfig.train_tasks
+    with pytest.raises(ConfigError, match=r"warm_start names \['train_taks'\]"):
+        sft_config_from_flags({"env": "test/bad_warm_preset-v0"})
 
 
 def test_per_role_reply_length_of_the_evaluations_is_a_command_line_flag():
