@@ -22,6 +22,9 @@ The protocol of the papers' ablations, from warm starts:
    (one adapter each), AT-GRPO tree rollouts; ``grpo-mas`` the same team on plain episodes;
    ``at_grpo-tool`` / ``grpo-tool`` the tool team (a tool agent's program, a plan agent's
    moves: the planning envs' ``team="tool"``) with AT-GRPO trees / GRPO on plain episodes;
+   ``gigpo-single`` / ``grpo-single-1x`` and ``gigpo-mas`` / ``grpo-mas``: GiGPO's ablation
+   (ALFWorld, WebShop), anchor-state groups against episode-level groups on the same plain
+   episodes and tasks per step;
 2. the budget: ``--steps`` training steps per arm (equal samples; the table prints the
    responses each arm sampled, so equal budgets are checked, not assumed), or with
    ``--minutes M`` the same M minutes of training time per arm (the summed rollout + update
@@ -81,6 +84,11 @@ ARMS = {  # name -> (algo, team, tasks-per-step multiplier)
     "grpo-single": ("grpo", "single", 2),
     "at_grpo-tool": ("at_grpo", "tool", 1),
     "grpo-tool": ("grpo", "tool", 1),
+    # GiGPO's ablation (ALFWorld, WebShop): anchor-state groups inside plain episodes against
+    # GRPO's episode-level groups, same team, same rollouts
+    "gigpo-single": ("gigpo", "single", 1),
+    "grpo-single-1x": ("grpo", "single", 1),
+    "gigpo-mas": ("gigpo", "mas", 1),
 }
 ARM_TEAMS = {name: team for name, (_, team, _) in ARMS.items()}
 # The arms of the paper's headline at equal wall time: the single agent with GRPO against the
@@ -96,6 +104,8 @@ COMPARISONS = (
     ("at_grpo-tool", "grpo-single"),
     ("grpo-tool", "grpo-single"),
     ("at_grpo-tool", "at_grpo-mas"),
+    ("gigpo-single", "grpo-single-1x"),
+    ("gigpo-mas", "grpo-mas"),
 )
 
 
