@@ -67,12 +67,10 @@ class _Demonstrator:
 
     def _reply(self, prompt: Prompt) -> Generation:
         text = self._text(prompt)
-        if not text.startswith(prompt.prefix):
-            raise ValueError(
-                f"the demonstration answers {text[:40]!r}, which does not start with the response "
-                f"prefix {prompt.prefix!r}; pass a response_prefix the env's answers begin with (or '')"
-            )
-        reply = text[len(prompt.prefix) :]
+        # An answer that does not start with the prefix (math's oracle writes a bare \boxed{}
+        # or a code block) is demonstrated after it, as a sampled reply would be: the env then
+        # judges prefix + text, and an episode it does not solve is dropped.
+        reply = text[len(prompt.prefix) :] if text.startswith(prompt.prefix) else text
         tokenizer = self.policy.tokenizer
         found = [(reply.find(s), s) for s in self.stop if s and s in reply]
         if found:

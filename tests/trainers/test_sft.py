@@ -95,11 +95,21 @@ def test_a_reply_without_a_stop_string_ends_with_the_eos_token():
     assert [list(t.token_ids) for t in turns] == [tokenizer("k")["input_ids"] + [tokenizer.eos_token_id]] * 2
 
 
-def test_a_prefix_the_oracle_does_not_write_is_refused():
+def test_an_answer_without_the_prefix_is_demonstrated_after_it_and_judged_so():
+    """math's oracle writes a bare code block or \\boxed{} while training replies start with
+    <answer>: the demonstrated reply is the whole answer, the env reads it after the prefix, and
+    an episode it does not solve that way is dropped (the one-token env wants <answer>k)."""
     env_kwargs = {"team": "mas"}
-    team = build_team(_team_fields(response_prefix="<plan>"), envs.make(ONE_TOKEN_ID, **env_kwargs))
-    with pytest.raises(ValueError, match="does not start with the response prefix"):
-        oracle_demonstrations(team, [TaskKey(ONE_TOKEN_ID, "train", 0)], env_kwargs=env_kwargs)
+    math = build_team(_team_fields(), envs.make("math", **env_kwargs))
+    turns, failed = oracle_demonstrations(math, [TaskKey("math", "train", 0)], env_kwargs=env_kwargs)
+    assert failed == 0 and [t.role for t in turns[:2]] == ["tool", "reasoner"]
+    assert turns[0].response.startswith("<answer>```python\nprint(")
+    assert turns[1].response.startswith("<answer>\\boxed{")
+    one_token = build_team(_team_fields(response_prefix="<plan>"), envs.make(ONE_TOKEN_ID, **env_kwargs))
+    turns, failed = oracle_demonstrations(
+        one_token, [TaskKey(ONE_TOKEN_ID, "train", 0)], env_kwargs=env_kwargs
+    )
+    assert (turns, failed) == ([], 1)
 
 
 # ---------------------------------------------------------------------------- the loss
