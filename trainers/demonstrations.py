@@ -45,9 +45,10 @@ class _Demonstrator:
     """A policy that answers scripted text, as tokens of ``policy`` (subclasses say what text).
 
     It carries the model policy's name, so the turns it produces are routed to the units
-    that train that policy. The reply is the scripted text minus the role's response prefix;
-    its tokens run through the first stop string (as a sampler's would), or end with the
-    end-of-sequence token when the text holds none. Logprobs are zero (never used: the
+    that train that policy. The reply is the scripted text minus the role's response prefix
+    (all of it when it does not start with the prefix); its tokens run through the first stop
+    string (as a sampler's would), or end with the end-of-sequence token when the text holds
+    none. Logprobs are zero (never used: the
     supervised loss needs no pi_old).
 
     Args:
