@@ -247,12 +247,15 @@ def test_the_expert_wins_from_any_state_a_random_walk_reaches():
 
 
 def _search(world: World, limit: int = 200) -> int:
-    """Plays the searching expert from ``world``'s state; the number of commands it took."""
+    """Plays the searching expert from ``world``'s state (nothing looked into yet, as after a
+    random walk the env did not track); the number of commands it took."""
+    looked = frozenset()
     for taken in range(limit):
         if world.won:
             return taken
-        command = expert.search_command(world)
+        command = expert.search_command(world, looked)
         assert world.step(command) != NOTHING_HAPPENS, command
+        looked = expert.looked_in(world, looked, command)
     raise AssertionError(f"not won in {limit} commands")
 
 
@@ -294,12 +297,14 @@ def test_the_searching_expert_uses_only_what_the_agent_sees():
     for seed in range(60):
         world = World(generate(seed).spec)
         changed_omniscient += expert.next_command(world) != expert.next_command(_hide_elsewhere(world))
+        looked = frozenset()
         for _ in range(40):
             if world.won:
                 break
-            command = expert.search_command(world)
-            assert expert.search_command(_hide_elsewhere(world)) == command, (seed, command)
+            command = expert.search_command(world, looked)
+            assert expert.search_command(_hide_elsewhere(world), looked) == command, (seed, command)
             world.step(command)
+            looked = expert.looked_in(world, looked, command)
     assert changed_omniscient > 10
 
 
@@ -311,9 +316,27 @@ def test_the_searching_plan_names_the_next_command_and_the_rest_in_words():
 
 
 # ------------------------------------------------------------------ env
-def test_compact_places_are_ranges_per_type_in_listing_order():
-    names = ["cabinet 1", "cabinet 2", "cabinet 3", "drawer 1", "drawer 4", "drawer 5", "fridge 1", "shelf"]
+def test_compact_places_are_ranges_per_type_in_the_order_the_search_visits():
+    names = ["cabinet 3", "cabinet 1", "cabinet 2", "drawer 5", "drawer 1", "drawer 4", "fridge 1", "shelf"]
     assert compact_places(names) == "cabinet 1-3, drawer 1, 4-5, fridge 1, shelf"
+    assert expert.place_order(names) == [
+        "cabinet 1", "cabinet 2", "cabinet 3", "drawer 1", "drawer 4", "drawer 5", "fridge 1", "shelf"
+    ]  # fmt: skip
+
+
+def test_the_prompt_lists_what_was_not_searched_since_the_last_take_or_put():
+    env = envs.make("alfworld", team="single")
+    env.reset(seed=29)  # put two peppershaker in countertop: cabinets 1-15 are searched first
+    unsearched = []
+    while env.agents and not env.terminations["actor_0"]:
+        line = next(x for x in env.observe("actor_0")["prompt"].splitlines() if x.startswith("Not searched"))
+        unsearched.append(line.split(": ", 1)[1])
+        command = env.oracle_response("actor_0")
+        env.step(command)
+        if "take peppershaker" in command:
+            break
+    assert unsearched[0].startswith("cabinet 1-15, ") and unsearched[2].startswith("cabinet 2-15, ")
+    assert env.looked == {"drawer 2"}  # the take started a new search (where it stands is seen)
 
 
 def test_the_compact_prompt_lists_places_once_and_no_example_move():
