@@ -46,7 +46,7 @@ class _Demonstrator:
 
     It carries the model policy's name, so the turns it produces are routed to the units
     that train that policy. The reply is the scripted text minus the role's response prefix
-    (all of it when it does not start with the prefix); its tokens run through the first stop
+    (a newline and all of it when it does not start with the prefix); its tokens run through the first stop
     string (as a sampler's would), or end with the end-of-sequence token when the text holds
     none. Logprobs are zero (never used: the
     supervised loss needs no pi_old).
@@ -68,10 +68,11 @@ class _Demonstrator:
 
     def _reply(self, prompt: Prompt) -> Generation:
         text = self._text(prompt)
-        # An answer that does not start with the prefix (math's oracle writes a bare \boxed{}
-        # or a code block) is demonstrated after it, as a sampled reply would be: the env then
-        # judges prefix + text, and an episode it does not solve is dropped.
-        reply = text[len(prompt.prefix) :] if text.startswith(prompt.prefix) else text
+        # An answer that does not start with the prefix (math's and code's oracles write a bare
+        # \boxed{} or a code block) is demonstrated on the line after it, as a sampled reply
+        # could be (a code fence must start a line): the env then judges prefix + reply, and an
+        # episode it does not solve is dropped.
+        reply = text[len(prompt.prefix) :] if text.startswith(prompt.prefix) else "\n" + text
         tokenizer = self.policy.tokenizer
         found = [(reply.find(s), s) for s in self.stop if s and s in reply]
         if found:

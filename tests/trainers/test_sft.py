@@ -96,15 +96,19 @@ def test_a_reply_without_a_stop_string_ends_with_the_eos_token():
 
 
 def test_an_answer_without_the_prefix_is_demonstrated_after_it_and_judged_so():
-    """math's oracle writes a bare code block or \\boxed{} while training replies start with
-    <answer>: the demonstrated reply is the whole answer, the env reads it after the prefix, and
-    an episode it does not solve that way is dropped (the one-token env wants <answer>k)."""
+    """math's and code's oracles write a bare code block or \\boxed{} while training replies
+    start with <answer>: the demonstrated reply is a newline and the whole answer, the env reads
+    it after the prefix, and an episode it does not solve that way is dropped (the one-token
+    env wants <answer>k)."""
     env_kwargs = {"team": "mas"}
     math = build_team(_team_fields(), envs.make("math", **env_kwargs))
     turns, failed = oracle_demonstrations(math, [TaskKey("math", "train", 0)], env_kwargs=env_kwargs)
     assert failed == 0 and [t.role for t in turns[:2]] == ["tool", "reasoner"]
-    assert turns[0].response.startswith("<answer>```python\nprint(")
-    assert turns[1].response.startswith("<answer>\\boxed{")
+    assert turns[0].response.startswith("<answer>\n```python\nprint(")
+    assert turns[1].response.startswith("<answer>\n\\boxed{")
+    code = build_team(_team_fields(), envs.make("code", **env_kwargs))  # its fence must start a line
+    turns, failed = oracle_demonstrations(code, [TaskKey("code", "train", 0)], env_kwargs=env_kwargs)
+    assert failed == 0 and turns[0].response.startswith("<answer>\n```python")
     one_token = build_team(_team_fields(response_prefix="<plan>"), envs.make(ONE_TOKEN_ID, **env_kwargs))
     turns, failed = oracle_demonstrations(
         one_token, [TaskKey(ONE_TOKEN_ID, "train", 0)], env_kwargs=env_kwargs
