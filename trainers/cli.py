@@ -265,7 +265,8 @@ def _none_rule(doc: str) -> tuple[str, str | None]:
 
 def _help_text(f: dataclasses.Field, doc: str, resolved: Mapping[str, Any]) -> str:
     """The field's docstring and the default this command line would use: a field left at
-    None shows the value its rule gives (``resolved``), with the rule."""
+    None shows the value its rule gives (``resolved``), with the rule; another field whose
+    resolved value differs from its default (an env's preset) shows both."""
     doc = doc.replace("``", "")
     default = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
     if default is dataclasses.MISSING:
@@ -273,6 +274,10 @@ def _help_text(f: dataclasses.Field, doc: str, resolved: Mapping[str, Any]) -> s
     text, rule = _none_rule(doc)
     if default is None and resolved.get(f.name) is not None:
         return f"{text} (default: {_shown(resolved[f.name])}" + (f", {rule})" if rule else ")")
+    if resolved.get(f.name) is not None and resolved[f.name] != default:  # e.g. an env's preset
+        return (
+            f"{doc} (default: {_shown(resolved[f.name])} for this command line, {_shown(default)} otherwise)"
+        )
     return f"{doc} (default: {_shown(default)})"
 
 

@@ -161,6 +161,22 @@ class AlfWorldEnv(TextAECEnv):
         eval_tasks=8,
         policy="per_role",
         env_kwargs={"subgoal_reward": 0.1},
+        # python -m trainers.sft --env alfworld: the single actor on the searching oracle's
+        # turns (400 tasks: ~3,000 turns at horizon 20, more than 40 minutes of updates use on
+        # 2 cores), validation and evaluation on 16 tasks each (an evaluation of 16 episodes
+        # takes ~5 minutes). Provisional: the 2026-12-06 runs that chose it are in docs/envs.md.
+        warm_start={
+            "teams": ("single",),
+            "train_tasks": 400,
+            "val_tasks": 16,
+            "steps": 120,
+            "train_minutes": 40.0,
+            "lr_schedule": "cosine",
+            "warmup_steps": 5,
+            "val_every": 40,
+            "eval_every": 40,
+            "eval_tasks": 16,
+        },
     )
     APPEND_FEEDBACK: ClassVar[bool] = False  # the observation is the feedback; _prompt places it
     CLONE_SHARED_ATTRS: ClassVar[tuple[str, ...]] = ("spec", "problem", "real_games")

@@ -307,7 +307,7 @@ class _BadWarmStartPresetEnv(_WarmStartPresetEnv):
     TRAINING = envs.TrainingPreset(max_new_tokens=1, warm_start={"train_taks": 7})
 
 
-def test_an_envs_warm_start_preset_fills_the_fields_no_flag_sets():
+def test_an_envs_warm_start_preset_fills_the_fields_no_flag_sets(capsys):
     envs.register("test/warm_preset-v0", entry_point=_WarmStartPresetEnv)
     envs.register("test/bad_warm_preset-v0", entry_point=_BadWarmStartPresetEnv)
     config = sft_config_from_flags({"env": "test/warm_preset-v0"})
@@ -317,6 +317,10 @@ def test_an_envs_warm_start_preset_fills_the_fields_no_flag_sets():
     assert sft_config_from_flags({"env": ONE_TOKEN_ID}).train_tasks == SFTConfig.train_tasks
     with pytest.raises(ConfigError, match=r"warm_start names \['train_taks'\]"):
         sft_config_from_flags({"env": "test/bad_warm_preset-v0"})
+    with pytest.raises(SystemExit):  # --help shows the env's value and the field's own
+        main(["--env", "test/warm_preset-v0", "--help"])
+    shown = " ".join(capsys.readouterr().out.split())
+    assert f"(default: 7 for this command line, {SFTConfig.train_tasks} otherwise)" in shown
 
 
 def test_per_role_reply_length_of_the_evaluations_is_a_command_line_flag():
