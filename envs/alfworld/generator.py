@@ -39,8 +39,6 @@ _TOOL_FOR = {
     "pick_heat_then_place_in_recep": ("Microwave", "heatable"),
     "pick_cool_then_place_in_recep": ("Fridge", "coolable"),
 }
-# Where a desk lamp stands: the table-like receptacles of living rooms and bedrooms.
-_LAMP_HOSTS = expert.LAMP_HOSTS
 _ID_PREFIX = {"SinkBasin": "sink", "BathtubBasin": "bathtub"}  # how ALFRED spells their ids
 
 
@@ -100,7 +98,7 @@ def _build(
     look = task_type == "look_at_obj_in_light"
     if tool is not None and tool[0] not in counts:
         raise _Redraw
-    if look and ("DeskLamp" not in plan.get("lamps", ()) or not any(h in counts for h in _LAMP_HOSTS)):
+    if look and ("DeskLamp" not in plan.get("lamps", ()) or not any(h in counts for h in expert.LAMP_HOSTS)):
         raise _Redraw
 
     def goal_ok(obj_type: str) -> bool:
@@ -137,7 +135,7 @@ def _build(
         for _ in range(int(rng.integers(1, 3))):
             placements.append((str(t), _pick(rng, by_type[_pick(rng, hosts(str(t)))]).name))
     if look:
-        lamp_host = _pick(rng, by_type[_pick(rng, [h for h in _LAMP_HOSTS if h in counts])])
+        lamp_host = _pick(rng, by_type[_pick(rng, [h for h in expert.LAMP_HOSTS if h in counts])])
         placements.append(("DeskLamp", lamp_host.name))
 
     numbered: dict[str, int] = {}
