@@ -327,15 +327,17 @@ def test_compact_places_are_ranges_per_type_in_the_order_the_search_visits():
 def test_the_prompt_lists_what_was_not_searched_since_the_last_take_or_put():
     env = envs.make("alfworld", team="single")
     env.reset(seed=29)  # put two peppershaker in countertop: cabinets 1-15 are searched first
-    unsearched = []
+    unsearched, searched = [], []
     while env.agents and not env.terminations["actor_0"]:
-        line = next(x for x in env.observe("actor_0")["prompt"].splitlines() if x.startswith("Not searched"))
-        unsearched.append(line.split(": ", 1)[1])
+        lines = env.observe("actor_0")["prompt"].splitlines()
+        unsearched.append(next(x for x in lines if x.startswith("Places not searched")).split(": ", 1)[1])
+        searched.append(next((x.split(": ", 1)[1] for x in lines if x.startswith("Searched: ")), None))
         command = env.oracle_response("actor_0")
         env.step(command)
         if "take peppershaker" in command:
             break
     assert unsearched[0].startswith("cabinet 1-15, ") and unsearched[2].startswith("cabinet 2-15, ")
+    assert searched[0] is None and searched[2] == "cabinet 1"  # every place is on one of the two lines
     assert env.looked == {"drawer 2"}  # the take started a new search (where it stands is seen)
 
 
@@ -343,7 +345,9 @@ def test_the_compact_prompt_lists_places_once_and_no_example_move():
     env = envs.make("alfworld", team="single")
     env.reset(seed=0)
     prompt = env.observe("actor_0")["prompt"]
-    assert "Places: " in prompt and "Now: You are in the middle of a room." in prompt
+    places = next(x for x in prompt.splitlines() if x.startswith("Places not searched since your last take"))
+    assert "drawer 1-11" in places and "Searched: " not in prompt  # nothing searched yet: every place
+    assert "Now: You are in the middle of a room." in prompt
     assert "go to cabinet" not in prompt and "You are not carrying anything." in prompt
     env.step(env.oracle_response("actor_0"))
     prompt = env.observe("actor_0")["prompt"]
