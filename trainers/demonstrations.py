@@ -6,15 +6,18 @@ the env's oracle (``env.oracle_response(agent)``), through ``trainers.rollout.pl
 and the team's own bindings. So each demonstration ``Turn`` carries the prompt tokens the
 trained policy would see (chat template, system prompt, response prefix) and the reply
 tokens it would have to sample (the oracle's text after the response prefix, tokenized
-like a generation, through the stop string), and ``Turn.policy`` names the unit that must
-learn it. Only episodes the oracle solved are kept (one can fail when a level needs more
-moves than the episode horizon allows).
+like a generation, through the stop string, and cut at the role's token budget as a sampler
+would cut it), and ``Turn.policy`` names the unit that must learn it. Only episodes the oracle
+solved are kept: one fails when a level needs more moves than the episode horizon allows, or
+when a reply cut at its budget no longer solves the turn (code's reference solutions run to
+thousands of tokens; a policy that writes 192 could never produce them, and learning from
+them once cost a warm start 10 GB of logits).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from agents.base import Generation, Prompt, SamplingParams, as_prompt
 from agents.team import RoleBinding, Team
@@ -24,6 +27,7 @@ from trainers.rollout import plain_rollout
 __all__ = [
     "OracleDemonstrator",
     "ReplayDemonstrator",
+    "Demonstrations",
     "ReplayMismatch",
     "oracle_demonstrations",
     "replayed_demonstrations",
@@ -41,6 +45,19 @@ def _shared(ids: Sequence[int]) -> tuple[int, ...]:
     return tuple([_SHARED_IDS.setdefault(i, i) for i in ids])
 
 
+# No token budget: a reply is demonstrated whole (max_new_tokens=None).
+_UNBOUNDED = 1 << 30
+
+
+class Demonstrations(NamedTuple):
+    """The turns of the solved episodes, how many episodes failed, and how many of those had a
+    reply cut at its token budget (the rest ran out of moves within the horizon)."""
+
+    turns: list[Turn]
+    failed: int
+    over_budget: int
+
+
 class _Demonstrator:
     """A policy that answers scripted text, as tokens of ``policy`` (subclasses say what text).
 
@@ -48,7 +65,8 @@ class _Demonstrator:
     that train that policy. The reply is the scripted text minus the role's response prefix
     (a newline and all of it when it does not start with the prefix); its tokens run through the first stop
     string (as a sampler's would), or end with the end-of-sequence token when the text holds
-    none. Logprobs are zero (never used: the
+    none; past the sampling's ``max_new_tokens`` they are cut, finish reason ``length``, the
+    text their decoding (as a generation that ran out of budget). Logprobs are zero (never used: the
     supervised loss needs no pi_old).
 
     Args:
@@ -66,7 +84,7 @@ class _Demonstrator:
         """The whole reply to ``prompt``, response prefix included."""
         raise NotImplementedError
 
-    def _reply(self, prompt: Prompt) -> Generation:
+    def _reply(self, prompt: Prompt, max_new_tokens: int) -> Generation:
         text = self._text(prompt)
         # An answer that does not start with the prefix (math's and code's oracles write a bare
         # \boxed{} or a code block) is demonstrated on the line after it, as a sampled reply
@@ -82,6 +100,9 @@ class _Demonstrator:
         else:
             token_ids = tokenizer(reply, add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id]
             shown, reason = reply, "eos"
+        if len(token_ids) > max_new_tokens:
+            token_ids = token_ids[:max_new_tokens]
+            shown, reason = tokenizer.decode(token_ids, skip_special_tokens=True), "length"
         return Generation(
             text=shown,
             prompt_token_ids=_shared(self.policy.prompt_token_ids(prompt)),
@@ -98,7 +119,8 @@ class _Demonstrator:
         sampling: SamplingParams | None = None,
         adapter: str | None = None,
     ) -> list[list[Generation]]:
-        return [[self._reply(as_prompt(p))] * num_samples for p in prompts]
+        budget = sampling.max_new_tokens if sampling is not None else _UNBOUNDED
+        return [[self._reply(as_prompt(p), budget)] * num_samples for p in prompts]
 
 
 class OracleDemonstrator(_Demonstrator):
@@ -158,16 +180,29 @@ def _play_scripted(
     demonstrator: Callable[[Any], _Demonstrator],
     stop: Sequence[str],
     env_kwargs: Mapping[str, Any] | None,
+    max_new_tokens: int | None,
+    role_max_new_tokens: Mapping[str, int] | None,
 ) -> list[Episode]:
-    """One episode per task with every model role of ``team`` answered by ``demonstrator``."""
+    """One episode per task with every model role of ``team`` answered by ``demonstrator``,
+    each role's replies cut at its token budget (None: whole)."""
+    sampling = SamplingParams(temperature=0.0, stop=tuple(stop), max_new_tokens=max_new_tokens or _UNBOUNDED)
+    role_sampling = {
+        role: SamplingParams(temperature=0.0, stop=tuple(stop), max_new_tokens=budget)
+        for role, budget in (role_max_new_tokens or {}).items()
+    }
     batch = plain_rollout(
         tasks,
         demonstrator_team(team, demonstrator),
         episodes_per_task=1,
-        sampling=SamplingParams(temperature=0.0, stop=tuple(stop)),
+        sampling=sampling,
         env_kwargs=env_kwargs,
+        role_sampling=role_sampling,
     )
     return list(batch.episodes)
+
+
+def _over_budget(episode: Episode) -> bool:
+    return any(turn.finish_reason == "length" for turn in episode.turns)
 
 
 def oracle_demonstrations(
@@ -176,13 +211,19 @@ def oracle_demonstrations(
     *,
     stop: Sequence[str] = ("</answer>",),
     env_kwargs: Mapping[str, Any] | None = None,
-) -> tuple[list[Turn], int]:
+    max_new_tokens: int | None = None,
+    role_max_new_tokens: Mapping[str, int] | None = None,
+) -> Demonstrations:
     """Every turn of the oracle's solved episodes on ``tasks``, and how many episodes failed.
 
-    ``env_kwargs`` must name the team variant (``team="mas"``) the ``team`` plays."""
-    episodes = _play_scripted(team, tasks, lambda policy: OracleDemonstrator(policy, stop), stop, env_kwargs)
+    ``env_kwargs`` must name the team variant (``team="mas"``) the ``team`` plays;
+    ``max_new_tokens`` / ``role_max_new_tokens`` are the rollouts' reply budgets (None: whole
+    replies)."""
+    oracle = lambda policy: OracleDemonstrator(policy, stop)  # noqa: E731
+    episodes = _play_scripted(team, tasks, oracle, stop, env_kwargs, max_new_tokens, role_max_new_tokens)
     turns = [turn for episode in episodes if episode.success for turn in episode.turns]
-    return turns, sum(not episode.success for episode in episodes)
+    failed = [episode for episode in episodes if not episode.success]
+    return Demonstrations(turns, len(failed), sum(map(_over_budget, failed)))
 
 
 def replayed_demonstrations(
@@ -191,7 +232,7 @@ def replayed_demonstrations(
     *,
     stop: Sequence[str] = ("</answer>",),
     env_kwargs: Mapping[str, Any] | None = None,
-) -> tuple[list[Turn], int]:
+) -> Demonstrations:
     """Every turn of ``episodes`` replayed in the env, and how many did not replay.
 
     Each recorded episode is played again on its task with its own replies, through the
@@ -199,13 +240,14 @@ def replayed_demonstrations(
     now. An episode is kept only when the replay reproduces it and the env reports it solved
     again; one whose replies no longer fit the env (another version, other ``env_kwargs``)
     is counted as not replayed. ``env_kwargs`` must name the team variant the episodes were
-    played by (``team="mas"``)."""
+    played by (``team="mas"``). No budget is applied: the replies were sampled within their
+    run's, and a reply cut there is demonstrated through the stop string (one token past it)."""
     turns: list[Turn] = []
     failed = 0
     for recorded in episodes:
         try:
             replay = lambda policy, r=recorded: ReplayDemonstrator(policy, r, stop)  # noqa: E731
-            (episode,) = _play_scripted(team, [recorded.task], replay, stop, env_kwargs)
+            (episode,) = _play_scripted(team, [recorded.task], replay, stop, env_kwargs, None, None)
         except ReplayMismatch:
             failed += 1
             continue
@@ -213,4 +255,4 @@ def replayed_demonstrations(
             turns += episode.turns
         else:
             failed += 1
-    return turns, failed
+    return Demonstrations(turns, failed, 0)

@@ -26,17 +26,34 @@ from trainers.sft_config import SFTConfig
 __all__ = ["warm_start_demonstrations"]
 
 
+def _budgets(config: SFTConfig) -> str:
+    roles = ", ".join(f"{role} {n}" for role, n in sorted(config.role_max_new_tokens.items()))
+    return f"{config.max_new_tokens} tokens" + (f"; {roles}" if roles else "")
+
+
 def _oracle_demonstrations(config: SFTConfig, teams: dict[str, Team], tasks: list[int]) -> list[Turn]:
     env_id = envs.spec(config.env).id
     turns: list[Turn] = []
     for variant, team in teams.items():
         keys = [TaskKey(env_id, "train", seed) for seed in tasks]
-        found, failed = oracle_demonstrations(
-            team, keys, stop=config.stop, env_kwargs=config.env_setup(variant).make_kwargs
+        found, failed, over_budget = oracle_demonstrations(
+            team,
+            keys,
+            stop=config.stop,
+            env_kwargs=config.env_setup(variant).make_kwargs,
+            max_new_tokens=config.max_new_tokens,
+            role_max_new_tokens=config.role_max_new_tokens,
         )
-        if failed:
+        if over_budget:
             print(
-                f"  {failed} oracle episode(s) of team {variant} failed (horizon too short); skipped",
+                f"  {over_budget} oracle episode(s) of team {variant} had a reply longer than its token "
+                f"budget ({_budgets(config)}): cut there, as a sampler cuts a reply, they no longer "
+                "solve the task; skipped (--max-new-tokens N, or ROLE=N, keeps more of them)",
+                file=sys.stderr,
+            )
+        if out_of_moves := failed - over_budget:
+            print(
+                f"  {out_of_moves} oracle episode(s) of team {variant} failed (horizon too short); skipped",
                 file=sys.stderr,
             )
         turns += found
@@ -106,7 +123,7 @@ def _replayed_demonstrations(config: SFTConfig, teams: dict[str, Team]) -> tuple
         env_kwargs = config.env_setup(variant).make_kwargs
         for subset, out in ((False, train), (True, val)):
             chosen = [episode for episode in mine if (episode.task in held_out) == subset]
-            turns, missed = replayed_demonstrations(team, chosen, stop=config.stop, env_kwargs=env_kwargs)
+            turns, missed, _ = replayed_demonstrations(team, chosen, stop=config.stop, env_kwargs=env_kwargs)
             out += turns
             failed += missed
     skipped = f"; {failed} did not replay (the env changed) and were skipped" if failed else ""

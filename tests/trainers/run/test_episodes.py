@@ -78,7 +78,8 @@ def test_replay_keeps_the_episodes_that_replay_and_succeed():
         recorded(7, ("b", "d"), agents=("executor_0", "planner_0")),  # out of turn order
         recorded(8, ("b",)),  # shorter than the episode
     ]
-    turns, failed = replayed_demonstrations(team, episodes, stop=("</answer>",), env_kwargs={"team": "mas"})
+    replayed = replayed_demonstrations(team, episodes, stop=("</answer>",), env_kwargs={"team": "mas"})
+    turns, failed = replayed.turns, replayed.failed
     assert failed == 3
     kept = [(t.task.seed, t.agent, t.response) for t in turns]
     assert kept == [(5, "planner_0", "b"), (5, "executor_0", "d")]
@@ -136,7 +137,7 @@ def test_stored_oracle_episodes_of_the_real_env_replay_to_the_same_tokens(tmp_pa
     assert all(e.success for e in oracle.episodes) and min(e.length for e in oracle.episodes) >= 2
     write_episodes(tmp_path, 1, oracle.episodes)
     stored = read_episodes([tmp_path])
-    turns, failed = replayed_demonstrations(team, stored, stop=stop, env_kwargs=env_kwargs)
+    turns, failed, _ = replayed_demonstrations(team, stored, stop=stop, env_kwargs=env_kwargs)
     expected = [t for e in oracle.episodes for t in e.turns]
     assert failed == 0 and len(turns) == len(expected)
     for got, want in zip(turns, expected, strict=True):
