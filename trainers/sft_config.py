@@ -176,8 +176,13 @@ def warm_start_preset(env_id: str) -> dict[str, Any]:
 
 def sft_config_from_flags(given: Mapping[str, Any]) -> SFTConfig:
     """The warm start a command line asks for: the fields' defaults, then the env's warm-start
-    preset (``warm_start_preset``), then the flags ``given``."""
-    return SFTConfig(**{**warm_start_preset(given.get("env", SFTConfig.env)), **given})
+    preset (``warm_start_preset``), then the flags ``given``. A preset's warm-up that a
+    shorter ``--steps`` leaves no room for shrinks to fit (``--steps 3`` on a 5-step warm-up:
+    2); a warm-up given as a flag is checked as given."""
+    values = {**warm_start_preset(given.get("env", SFTConfig.env)), **given}
+    if "warmup_steps" not in given and "steps" in given:
+        values["warmup_steps"] = min(values.get("warmup_steps", 0), max(given["steps"] - 1, 0))
+    return SFTConfig(**values)
 
 
 def resolve_sft_config(config: SFTConfig) -> SFTConfig:

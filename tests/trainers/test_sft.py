@@ -326,7 +326,9 @@ def test_config_errors_name_the_fix(tmp_path, capsys):
 
 
 class _WarmStartPresetEnv(OneTokenEnv):
-    TRAINING = envs.TrainingPreset(max_new_tokens=1, warm_start={"train_tasks": 7, "teams": ["single"]})
+    TRAINING = envs.TrainingPreset(
+        max_new_tokens=1, warm_start={"train_tasks": 7, "teams": ["single"], "steps": 50, "warmup_steps": 5}
+    )
 
 
 class _BadWarmStartPresetEnv(_WarmStartPresetEnv):
@@ -340,6 +342,12 @@ def test_an_envs_warm_start_preset_fills_the_fields_no_flag_sets(capsys):
     assert (config.train_tasks, config.teams, config.val_tasks) == (7, ("single",), SFTConfig.val_tasks)
     flagged = sft_config_from_flags({"env": "test/warm_preset-v0", "train_tasks": 9})
     assert flagged.train_tasks == 9  # the flag wins
+    # a shorter --steps shrinks the preset's warm-up to fit (benchmarks.footprint's 3 steps
+    # failed on ALFWorld's 5-step warm-up); a warm-up flag is checked as given
+    assert (config.steps, config.warmup_steps) == (50, 5)
+    assert sft_config_from_flags({"env": "test/warm_preset-v0", "steps": 3}).warmup_steps == 2
+    with pytest.raises(ConfigError, match="warmup_steps=5"):
+        sft_config_from_flags({"env": "test/warm_preset-v0", "steps": 3, "warmup_steps": 5})
     assert sft_config_from_flags({"env": ONE_TOKEN_ID}).train_tasks == SFTConfig.train_tasks
     with pytest.raises(ConfigError, match=r"warm_start names \['train_taks'\]"):
         sft_config_from_flags({"env": "test/bad_warm_preset-v0"})
