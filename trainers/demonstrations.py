@@ -22,12 +22,12 @@ from typing import Any, NamedTuple
 from agents.base import Generation, Prompt, SamplingParams, as_prompt
 from agents.team import RoleBinding, Team
 from trainers.records import Episode, RecordedEpisode, TaskKey, Turn
-from trainers.rollout import plain_rollout
+from trainers.rollout import plain_rollout, role_sampling_for
 
 __all__ = [
+    "Demonstrations",
     "OracleDemonstrator",
     "ReplayDemonstrator",
-    "Demonstrations",
     "ReplayMismatch",
     "oracle_demonstrations",
     "replayed_demonstrations",
@@ -186,17 +186,13 @@ def _play_scripted(
     """One episode per task with every model role of ``team`` answered by ``demonstrator``,
     each role's replies cut at its token budget (None: whole)."""
     sampling = SamplingParams(temperature=0.0, stop=tuple(stop), max_new_tokens=max_new_tokens or _UNBOUNDED)
-    role_sampling = {
-        role: SamplingParams(temperature=0.0, stop=tuple(stop), max_new_tokens=budget)
-        for role, budget in (role_max_new_tokens or {}).items()
-    }
     batch = plain_rollout(
         tasks,
         demonstrator_team(team, demonstrator),
         episodes_per_task=1,
         sampling=sampling,
         env_kwargs=env_kwargs,
-        role_sampling=role_sampling,
+        role_sampling=role_sampling_for(sampling, {}, role_max_new_tokens or {}),
     )
     return list(batch.episodes)
 
