@@ -349,6 +349,8 @@ def test_the_compact_prompt_lists_places_once_and_no_example_move():
     assert "drawer 1-11" in places and "Searched: " not in prompt  # nothing searched yet: every place
     assert "Now: You are in the middle of a room." in prompt
     assert "go to cabinet" not in prompt and "You are not carrying anything." in prompt
+    lines = prompt.splitlines()  # the task last, just before the commands it picks among
+    assert lines[-3].startswith("Your task is to: ") and lines[-2].startswith("Commands here: ")
     env.step(env.oracle_response("actor_0"))
     prompt = env.observe("actor_0")["prompt"]
     assert "Your last 1 steps:\n> go to " in prompt and "Now:" not in prompt
