@@ -164,22 +164,22 @@ class AlfWorldEnv(TextAECEnv):
         policy="per_role",
         env_kwargs={"subgoal_reward": 0.1},
         # python -m trainers.sft --env alfworld: the single actor on the searching oracle's
-        # turns (400 tasks: ~3,000 turns at horizon 20, more than 40 minutes of updates use on
-        # 2 cores). A step of 16 turns takes ~34 s on 2 cores, so 70 steps end the cosine
-        # within the 40 minutes. Validation success on 16 tasks before and after (an evaluation
-        # of 16 episodes takes ~5 minutes); no in-run test evaluation: 16 test tasks say
-        # nothing, the held-out figure is benchmarks.evaluate's on 256. Provisional: the runs
-        # that chose it are in docs/envs.md.
+        # turns (400 tasks: ~3,100 turns at horizon 20, ~190 steps of 16). A step takes ~12 s
+        # on 2 cores, so 120 steps are ~24 minutes of updates (40: the cap on a slower CPU).
+        # Chosen on validation (16 tasks, docs/envs.md): 70 steps 0.125, 120 steps 0.375.
+        # Validation success every 60 steps (16 episodes take ~2 minutes); no in-run test
+        # evaluation: 16 test tasks say nothing, the held-out figure is benchmarks.evaluate's
+        # on 256.
         warm_start={
             "teams": ("single",),
             "train_tasks": 400,
             "val_tasks": 16,
-            "steps": 70,
+            "steps": 120,
             "train_minutes": 40.0,
             "lr_schedule": "cosine",
             "warmup_steps": 5,
-            "val_every": 35,
-            "eval_every": 70,
+            "val_every": 40,
+            "eval_every": 60,
             "eval_tasks": 16,
             "test_tasks": 0,
         },
