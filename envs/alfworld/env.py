@@ -45,8 +45,8 @@ Prompts
     (the ``inventory`` command's text), then the task ("Your task is to: ...", last so a small
     model has it in view when it picks among the takes) and "Commands here:" the admissible
     commands other than ``go to`` (one per place: the places lines say them), ``look``,
-    ``inventory``, ``help`` and ``examine`` (still accepted, not listed). No example command (v0's ``go to
-    cabinet 1`` was a valid move, and the default model copied it).
+    ``inventory``, ``help`` and ``examine`` (still accepted, not listed). No example command
+    (v0's ``go to cabinet 1`` was a valid move, and the default model copied it).
     ``"record"`` (v0): the intro's list of receptacles, every admissible command, the
     planner the whole record.
 Actions
@@ -167,9 +167,8 @@ class AlfWorldEnv(TextAECEnv):
         # turns (400 tasks: ~3,100 turns at horizon 20, ~190 steps of 16). A step takes ~12 s
         # on 2 cores, so 120 steps are ~24 minutes of updates (40: the cap on a slower CPU).
         # Chosen on validation (16 tasks, docs/envs.md): 70 steps 0.125, 120 steps 0.375.
-        # Validation success every 60 steps (16 episodes take ~2 minutes); no in-run test
-        # evaluation: 16 test tasks say nothing, the held-out figure is benchmarks.evaluate's
-        # on 256.
+        # Validation success every 60 steps (16 episodes: ~2 minutes); no in-run test evaluation
+        # (16 tasks say nothing: the held-out figure is benchmarks.evaluate's on 256).
         warm_start={
             "teams": ("single",),
             "train_tasks": 400,
