@@ -46,8 +46,9 @@ The protocol of the papers' ablations, from warm starts:
 
 Resumable: every finished (arm, seed) goes into the results JSON (``--results``) at once,
 and a rerun of the same command skips them (an interrupted run is resumed from its last
-checkpoint), so a protocol longer than a session is finished by running the command again;
-a rerun with different settings is refused, naming the flag. A team's warm start
+checkpoint; one cut off before its first keeps its finished step-0 evaluations), so a
+protocol longer than a session is finished by running the command again; a rerun with
+different settings is refused, naming the flag. A team's warm start
 (``benchmarks.warm_starts``) is trained when its first unfinished arm runs; the results file
 records its steps, so a rerun on a new checkout (the file committed, ``runs/`` gone) trains it
 again for exactly those steps. The step-0 evaluations are kept per weights checksum: weights
@@ -144,13 +145,15 @@ def run_arm(
         run_name=f"{name}-seed{seed}",
     )
     run_dir = Path(base.output_dir) / config.run_name
+    known = bool(start)
     if latest_checkpoint(run_dir) is not None:  # cut off earlier: continue from its last checkpoint
         _check_same_run(run_dir, config)
         config = load_run_config(run_dir, {"resume": str(run_dir), "progress": base.progress})
-    elif run_dir.exists():  # cut off before its first checkpoint: nothing to keep
+    elif run_dir.exists():  # cut off before its first checkpoint: only its step-0 evaluations are kept
+        for key, row in step0_left_in(run_dir, config).items():
+            start.setdefault(key, row)
         shutil.rmtree(run_dir)
     started = time.perf_counter()
-    known = bool(start)
     summary = train(config, initial_eval=start.get("validation"), initial_test=start.get("test"))
     check = None
     if not known:
@@ -245,6 +248,42 @@ def evaluate_difficulties(
         }
     write_record(done, out)
     return out
+
+
+# The settings a step-0 evaluation depends on that the benchmark always passes (config.json holds
+# them as given); env_kwargs, which the env preset extends there, is compared item by item.
+STEP0_FIELDS = ("env", "model", "init", "team", "eval_tasks", "eval_split", "test_tasks", "max_new_tokens",
+                "response_prefix")  # fmt: skip
+
+
+def step0_left_in(run_dir: Path, config: Any) -> dict[str, dict[str, Any]]:
+    """The step-0 evaluations (``{"validation": row, "test": row}``, either may be missing) that
+    an arm cut off before its first checkpoint left in ``run_dir``, when that run had the same
+    settings: a 256-task held-out evaluation takes most of an hour on a 2-core CPU, and greedy
+    play of the same warm start gives the same rows, so a rerun does not play it again."""
+    from trainers.run.files import TEST_FILE, read_jsonl
+
+    try:
+        saved = json.loads((run_dir / "config.json").read_text())
+    except (OSError, ValueError):
+        return {}
+    if any(saved.get(name) != _json_value(getattr(config, name)) for name in STEP0_FIELDS):
+        return {}
+    given = _json_value(config.env_kwargs)
+    if any(saved.get("env_kwargs", {}).get(key) != value for key, value in given.items()):
+        return {}
+    found = {}
+    for key, name in (("validation", "eval.jsonl"), ("test", TEST_FILE)):
+        path = run_dir / name
+        rows = [row for row in read_jsonl(path) if row.get("step") == 0] if path.is_file() else []
+        if rows:
+            found[key] = rows[0]
+    return found
+
+
+def _json_value(value: Any) -> Any:
+    """``value`` as config.json stores it (tuples are lists there)."""
+    return json.loads(json.dumps(value))
 
 
 def _check_same_run(run_dir: Path, config: Any) -> None:
