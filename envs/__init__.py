@@ -137,4 +137,6 @@ register(
 )
 register("alfworld-v1", "envs.alfworld.env:AlfWorldEnv")
 # Web shopping: WebShop's pages, reward and search over a seeded catalog (the webshop extra).
-register("webshop-v0", "envs.webshop.env:WebShopEnv")
+# v1: the page-reading oracle and a prompt without a copyable example; v0 stays for its results.
+register("webshop-v0", "envs.webshop.env:WebShopEnv", kwargs={"oracle": "goal", "prompt_example": "search"})
+register("webshop-v1", "envs.webshop.env:WebShopEnv")

@@ -38,13 +38,24 @@ Rewards
     (the goal product on the results page shown, the goal product open, each of the goal's
     option values chosen on it). Scores and success never include it.
 Oracle
-    It knows the goal product: it searches the instruction (without its price clause), pages
-    to the goal product, opens it, clicks the goal's options, buys. From any state.
+    ``oracle="reader"`` (v1): the page-reading shopper (``envs.webshop.oracle.reader_action``):
+    it knows no product, only what the instruction and the prompt show (the price cap, the
+    option values, the products its record shows it opened), so a model can imitate it: it
+    searches the instruction without its price clause, opens the first product within the cap
+    it has not opened, goes back when the product lacks an option value the instruction asks
+    for, else clicks those values and buys (at 8 actions: 98% of 400 training goals, 256 of
+    256 test goals, 4.9 actions on average). The planner's oracle reply is its next action and
+    the rule in words.
+    ``"goal"`` (v0): the omniscient oracle; it knows the goal product and pages to it from any
+    state (a model cannot tell the goal from its look-alikes on a results page).
 Heuristic
     The WebShop paper's rule baseline: search the whole instruction, open the first result,
     click each option value the instruction names, buy.
 
-Versions: v0, this page.
+Versions: v1 (this page): the page-reading oracle, a prompt without a copyable example action,
+48-token replies (the instruction as a query is 31 tokens on average, 39 at most). v0
+(registered for its results): ``oracle="goal"``, ``prompt_example="search"`` (the prompt's
+example ``<answer>search[words of the instruction]</answer>``, which the untrained model copied).
 """
 
 from __future__ import annotations
@@ -61,6 +72,15 @@ from envs.webshop.pages import ShopSession
 from envs.webshop.session import BUY_NOW, PREV_PAGE
 
 __all__ = ["WebShopEnv"]
+
+# The shopper's last prompt line. v0's example is a valid move that the untrained model copied
+# word for word; v1 says what to write without one.
+_ANSWER_LINES = {
+    "search": "Answer with exactly one of the available actions, e.g. <answer>search[words of the "
+    "instruction]</answer> or <answer>click[buy now]</answer>.",
+    "format": "Answer with exactly one of the available actions inside <answer>...</answer>; to search, "
+    "write your own query in place of <your query>.",
+}
 
 
 class WebShopEnv(TextAECEnv):
@@ -83,6 +103,9 @@ class WebShopEnv(TextAECEnv):
         max_plan_chars: Characters of the planner's plan passed to the shopper.
         max_page_chars: Characters of a page shown in a prompt (the start is kept).
         subgoal_reward: Size of the optional ``local/subgoal`` term (0: off).
+        oracle: ``"reader"`` (v1: the page-reading shopper) or ``"goal"`` (v0: it knows the goal).
+        prompt_example: ``"format"`` (v1: the answer format, no action to copy) or ``"search"``
+            (v0: ``<answer>search[words of the instruction]</answer>`` as the example).
         **kwargs: ``TextAECEnv`` arguments (``team``, ``split``, ``max_cycles``, ...).
     """
 
@@ -90,11 +113,12 @@ class WebShopEnv(TextAECEnv):
     TEAMS: ClassVar[dict[str, tuple[str, ...]]] = {"single": ("shopper",), "mas": ("planner", "shopper")}
     DEFAULT_MAX_CYCLES: ClassVar[int] = 15
     # Sized for a 2-core CPU like ALFWorld's: 2 tasks x 4 episodes x 8 turns of 2 roles a step
-    # (8: the oracle buys within 5-9 actions, 4.9 on average); 32 tokens hold a click or a
-    # search of ~15 words. The subgoal term is on in training, as ALFWorld's: an untrained 135M
-    # shopper never buys right, so the score alone leaves every group without a spread.
+    # (8: the oracles buy within 5-9 actions, ~5 on average); 48 tokens hold a click or the
+    # reader's search (the instruction less its price: 31 tokens on average, 39 at most). The
+    # subgoal term is on in training, as ALFWorld's: an untrained 135M shopper never buys right,
+    # so the score alone leaves every group without a spread.
     TRAINING: ClassVar[TrainingPreset] = TrainingPreset(
-        max_new_tokens=32,
+        max_new_tokens=48,
         max_cycles=8,
         tasks_per_step=2,
         steps=4,
@@ -102,6 +126,23 @@ class WebShopEnv(TextAECEnv):
         eval_tasks=8,
         policy="per_role",
         env_kwargs={"subgoal_reward": 0.1},
+        # python -m trainers.sft --env webshop: the single shopper on the page-reading oracle's
+        # purchases (400 tasks: ~2,000 turns, ~125 steps of 16; prompts ~410 tokens, the results
+        # pages ~700). Validation success every 40 steps (16 episodes); no in-run test
+        # evaluation (the held-out figure is benchmarks.evaluate's on 256).
+        warm_start={
+            "teams": ("single",),
+            "train_tasks": 400,
+            "val_tasks": 16,
+            "steps": 120,
+            "train_minutes": 40.0,
+            "lr_schedule": "cosine",
+            "warmup_steps": 5,
+            "val_every": 40,
+            "eval_every": 40,
+            "eval_tasks": 16,
+            "test_tasks": 0,
+        },
     )
     APPEND_FEEDBACK: ClassVar[bool] = False  # the page is the feedback; _prompt places it
     CLONE_SHARED_ATTRS: ClassVar[tuple[str, ...]] = ("spec", "shop")
@@ -123,9 +164,19 @@ class WebShopEnv(TextAECEnv):
         max_plan_chars: int = 300,
         max_page_chars: int = 3000,
         subgoal_reward: float = 0.0,
+        oracle: str = "reader",
+        prompt_example: str = "format",
         **kwargs,
     ) -> None:
         super().__init__(**kwargs)
+        if oracle not in ("reader", "goal"):
+            raise ValueError(f"WebShopEnv: oracle must be 'reader' (v1) or 'goal' (v0), got {oracle!r}")
+        if prompt_example not in ("format", "search"):
+            raise ValueError(
+                f"WebShopEnv: prompt_example must be 'format' (v1) or 'search' (v0), got {prompt_example!r}"
+            )
+        self.oracle = oracle
+        self.prompt_example = prompt_example
         if backend not in ("local", "server"):
             raise ValueError(f"WebShopEnv: backend must be 'local' or 'server', got {backend!r}")
         if backend == "server" and not server_url:
@@ -278,8 +329,7 @@ class WebShopEnv(TextAECEnv):
         lines += [
             f"Now: {self._page_text(self.page)}",
             "Available actions: " + ", ".join(self.available_actions()),
-            "Answer with exactly one of the available actions, e.g. <answer>search[words of the instruction]"
-            "</answer> or <answer>click[buy now]</answer>.",
+            _ANSWER_LINES[self.prompt_example],
         ]
         return "\n".join(lines)
 
@@ -350,7 +400,16 @@ class WebShopEnv(TextAECEnv):
 
     # ------------------------------------------------------------------ scripted players
     def oracle_response(self, agent: str) -> str:
-        """The shortest purchase of the goal product from here (shopper), or that plan (planner)."""
+        """The oracle's next action (shopper); the planner's: v0's whole purchase from here, v1's
+        next action and the reader's rule in words (its later actions depend on pages not seen yet)."""
+        if role_of(agent) == "planner" and self.oracle == "reader":
+            wanted = self.goal["goal_options"]
+            values = ", ".join(wanted.values() if isinstance(wanted, dict) else wanted) or "no option"
+            rule = (
+                f"then open the first product not opened yet priced at most {self.goal['price_upper']:.2f} "
+                f"dollars; if it offers {values}, click them and buy now, else go back"
+            )
+            return f"<answer>{self.oracle_action()}; {rule}</answer>"
         if role_of(agent) == "planner":
             return f"<answer>{'; '.join(self.oracle_plan())}</answer>"
         return f"<answer>{self.oracle_action()}</answer>"
@@ -360,7 +419,20 @@ class WebShopEnv(TextAECEnv):
             raise NotImplementedError(
                 "WebShopEnv: the oracle knows only the local shop's goals (backend='local')"
             )
-        return oracle.oracle_action(self.session, self.shop, self.goal)
+        if self.oracle == "goal":
+            return oracle.oracle_action(self.session, self.shop, self.goal)
+        return oracle.reader_action(self.session, self.shop, self.goal, self._opened())
+
+    def _opened(self) -> set[str]:
+        """The products the shopper's prompt shows it opened: its record's last ``history``
+        actions alone; with a planner, the whole record (the planner's view)."""
+        steps = self.steps if self.team == "mas" else self.steps[max(0, len(self.steps) - self.history) :]
+        opened = set()
+        for action, outcome in steps:  # "click[b0...]" -> "item B0..." opened that product
+            clicked = action[len("click[") : -1]
+            if action.startswith("click[") and outcome.startswith(f"item {clicked.upper()}"):
+                opened.add(clicked)
+        return opened
 
     def oracle_plan(self) -> list[str]:
         """The oracle's remaining actions from here, played on a copy."""
