@@ -435,13 +435,17 @@ class WebShopEnv(TextAECEnv):
         return opened
 
     def oracle_plan(self) -> list[str]:
-        """The oracle's remaining actions from here, played on a copy."""
+        """The oracle's remaining actions from here, played on a copy (its record kept, so the
+        page-reading oracle remembers what it opened there)."""
         probe = self.clone()
+        probe.steps = list(self.steps)
         plan = []
         for _ in range(20):
             action = probe.oracle_action()
             plan.append(action)
-            if probe.session.step(action).done:
+            result = probe.session.step(action)
+            probe.steps.append((action, probe._outcome(result.valid)))
+            if result.done:
                 break
         return plan
 

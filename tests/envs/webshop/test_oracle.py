@@ -90,6 +90,14 @@ def test_the_v1_planners_oracle_reply_is_the_next_action_and_the_rule():
     env.reset(seed=split_seeds("test", 1)[0])
     reply = env.oracle_response("planner_0")
     assert reply.startswith("<answer>search[") and f"{env.goal['price_upper']:.2f} dollars" in reply
+    # the whole purchase played on a copy ends in a purchase, remembering what it opened there
+    backed_out, env = 0, envs.make("webshop-v1", team="mas", split="train")
+    for seed in range(64):
+        env.reset(seed=seed)
+        plan = env.oracle_plan()
+        assert plan[-1] == "click[buy now]" and len(plan) <= 8, (seed, plan)
+        backed_out += "click[< prev]" in plan
+    assert backed_out  # some plans went back from a product without the asked values
 
 
 @pytest.mark.parametrize("name, value", [("oracle", "expert"), ("prompt_example", "none")])
