@@ -74,7 +74,7 @@ from typing import Any
 import numpy as np
 
 import envs
-from benchmarks.learning_record import pinned_env_id, resume_record, write_record
+from benchmarks.learning_record import pinned_env_id, resume_record, step0_left_in, write_record
 from benchmarks.learning_report import plot, print_report, summarise
 from benchmarks.warm_starts import prepare_warm_start, same_start
 from trainers.clock import UNCAPPED_STEPS
@@ -248,42 +248,6 @@ def evaluate_difficulties(
         }
     write_record(done, out)
     return out
-
-
-# The settings a step-0 evaluation depends on that the benchmark always passes (config.json holds
-# them as given); env_kwargs, which the env preset extends there, is compared item by item.
-STEP0_FIELDS = ("env", "model", "init", "team", "eval_tasks", "eval_split", "test_tasks", "max_new_tokens",
-                "response_prefix")  # fmt: skip
-
-
-def step0_left_in(run_dir: Path, config: Any) -> dict[str, dict[str, Any]]:
-    """The step-0 evaluations (``{"validation": row, "test": row}``, either may be missing) that
-    an arm cut off before its first checkpoint left in ``run_dir``, when that run had the same
-    settings: a 256-task held-out evaluation takes most of an hour on a 2-core CPU, and greedy
-    play of the same warm start gives the same rows, so a rerun does not play it again."""
-    from trainers.run.files import TEST_FILE, read_jsonl
-
-    try:
-        saved = json.loads((run_dir / "config.json").read_text())
-    except (OSError, ValueError):
-        return {}
-    if any(saved.get(name) != _json_value(getattr(config, name)) for name in STEP0_FIELDS):
-        return {}
-    given = _json_value(config.env_kwargs)
-    if any(saved.get("env_kwargs", {}).get(key) != value for key, value in given.items()):
-        return {}
-    found = {}
-    for key, name in (("validation", "eval.jsonl"), ("test", TEST_FILE)):
-        path = run_dir / name
-        rows = [row for row in read_jsonl(path) if row.get("step") == 0] if path.is_file() else []
-        if rows:
-            found[key] = rows[0]
-    return found
-
-
-def _json_value(value: Any) -> Any:
-    """``value`` as config.json stores it (tuples are lists there)."""
-    return json.loads(json.dumps(value))
 
 
 def _check_same_run(run_dir: Path, config: Any) -> None:

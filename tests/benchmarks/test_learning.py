@@ -241,24 +241,3 @@ def test_report_only_with_no_finished_cell_says_so_and_writes_nothing(tmp_path):
         learning.main(["--report-only", "--arms", "grpo-single", "--seeds", "0", "--results", str(results),
                        "--output-dir", str(tmp_path)])  # fmt: skip
     assert not results.exists()
-
-
-def test_an_arm_cut_off_before_its_first_checkpoint_keeps_only_its_step0_evaluations(tmp_path):
-    import dataclasses
-
-    from trainers.config import TrainConfig
-
-    config = TrainConfig(env="alfworld-v1", init="runs/warm", team="single", eval_tasks=16, test_tasks=256,
-                         max_new_tokens=24, env_kwargs={"max_cycles": 20})  # fmt: skip
-    saved = json.loads(json.dumps(dataclasses.asdict(config)))
-    saved["env_kwargs"] = {"max_cycles": 20, "subgoal_reward": 0.1}  # the preset's added on the way
-    (tmp_path / "config.json").write_text(json.dumps(saved))
-    assert learning.step0_left_in(tmp_path, config) == {}  # nothing evaluated yet
-    (tmp_path / "eval.jsonl").write_text(json.dumps({"step": 0, "success": 0.25}) + "\n")
-    assert learning.step0_left_in(tmp_path, config) == {"validation": {"step": 0, "success": 0.25}}
-    rows = [{"step": 0, "success": 0.375, "tasks": 256}, {"step": 3, "success": 0.5, "tasks": 256}]
-    (tmp_path / "test.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    assert learning.step0_left_in(tmp_path, config)["test"] == rows[0]
-    # another protocol's run dir: its evaluations are not this one's
-    for change in ({"init": "runs/other"}, {"test_tasks": 128}, {"env_kwargs": {"max_cycles": 12}}):
-        assert learning.step0_left_in(tmp_path, dataclasses.replace(config, **change)) == {}, change

@@ -1,5 +1,6 @@
 """The learning benchmark's results file: a rerun resumes it only under the same protocol (the
-env's version included), and cells recorded by older versions of the benchmark still report."""
+env's version included), cells recorded by older versions of the benchmark still report, and an
+arm cut off before its first checkpoint keeps its step-0 evaluations."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import pytest
 
 import envs
 from benchmarks import learning
-from benchmarks.learning_record import pinned_env_id, resume_record
+from benchmarks.learning_record import pinned_env_id, resume_record, step0_left_in
 from benchmarks.learning_report import summarise
 
 
@@ -51,3 +52,24 @@ def test_the_env_version_is_pinned_and_a_file_that_named_none_is_not_resumed_on_
         resume_record(results, args, learning.ARM_TEAMS)
     results.write_text(json.dumps({"runs": [], "initial": {}, "args": {"env": args.env}}))
     assert resume_record(results, args, learning.ARM_TEAMS)["runs"] == []  # the same pinned version resumes
+
+
+def test_an_arm_cut_off_before_its_first_checkpoint_keeps_only_its_step0_evaluations(tmp_path):
+    import dataclasses
+
+    from trainers.config import TrainConfig
+
+    config = TrainConfig(env="alfworld-v1", init="runs/warm", team="single", eval_tasks=16, test_tasks=256,
+                         max_new_tokens=24, env_kwargs={"max_cycles": 20})  # fmt: skip
+    saved = json.loads(json.dumps(dataclasses.asdict(config)))
+    saved["env_kwargs"] = {"max_cycles": 20, "subgoal_reward": 0.1}  # the preset's added on the way
+    (tmp_path / "config.json").write_text(json.dumps(saved))
+    assert step0_left_in(tmp_path, config) == {}  # nothing evaluated yet
+    (tmp_path / "eval.jsonl").write_text(json.dumps({"step": 0, "success": 0.25}) + "\n")
+    assert step0_left_in(tmp_path, config) == {"validation": {"step": 0, "success": 0.25}}
+    rows = [{"step": 0, "success": 0.375, "tasks": 256}, {"step": 3, "success": 0.5, "tasks": 256}]
+    (tmp_path / "test.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert step0_left_in(tmp_path, config)["test"] == rows[0]
+    # another protocol's run dir: its evaluations are not this one's
+    for change in ({"init": "runs/other"}, {"test_tasks": 128}, {"env_kwargs": {"max_cycles": 12}}):
+        assert step0_left_in(tmp_path, dataclasses.replace(config, **change)) == {}, change
