@@ -1,4 +1,5 @@
-"""Team building and loading a trained run back for evaluation (``trainers.teams``)."""
+"""Team building and loading a trained run back for evaluation (``trainers.teams``), and a run
+on a local model directory seeding another (``--init``)."""
 
 from __future__ import annotations
 
@@ -98,3 +99,26 @@ def test_find_checkpoint(per_role_run, tmp_path):
     (tmp_path / "config.json").write_text("{}")
     with pytest.raises(FileNotFoundError, match="no complete checkpoint yet"):
         find_checkpoint(tmp_path)
+
+
+def test_a_run_on_a_local_model_directory_seeds_another_run(tmp_path):
+    """A model given as a path names its units after it ("<dir>:planner"), so a unit's name
+    holds "/" in the weights file: --init still finds each unit's weights there."""
+    from agents.models import load_model
+    from trainers.learner import Learner
+    from trainers.run.checkpoint import load_initial_weights, unit_tensors
+
+    model, tokenizer = load_model("tiny-test")
+    local = tmp_path / "models" / "tiny"
+    model.save_pretrained(local)
+    tokenizer.save_pretrained(local)
+    run = train_tiny(tmp_path, "--model", str(local))
+    trained = load_file(str(list_checkpoints(run)[-1] / "weights.safetensors"))
+    assert any(key.startswith(f"{local}:planner/") for key in trained)
+    learner = Learner(build_team(TrainConfig(env=TEST_ENV, model=str(local)), envs.make(TEST_ENV)))
+    load_initial_weights(run, learner, model=str(local))
+    started = unit_tensors(learner)
+    assert sorted(started) == sorted(trained) and any(
+        "lora_B" in k and t.abs().sum() > 0 for k, t in trained.items()
+    )
+    assert all(torch.equal(started[key], trained[key]) for key in trained)

@@ -415,7 +415,9 @@ def load_initial_weights(path: str | Path, learner: Any, *, model: str) -> Path:
     checkpoint = init_checkpoint(path, model=model)
     by_unit: dict[str, dict[str, torch.Tensor]] = {}
     for key, tensor in load_file(str(checkpoint / "weights.safetensors")).items():
-        unit_name, _, parameter_name = key.partition("/")
+        # A unit is named after its model, which may be a local path ("runs/x:shared"); parameter
+        # names hold no "/", so the last one ends the unit's name.
+        unit_name, _, parameter_name = key.rpartition("/")
         by_unit.setdefault(unit_name, {})[parameter_name] = tensor
     with torch.no_grad():
         for name, unit in learner.units.items():
