@@ -84,6 +84,7 @@ class HFPolicy:
         self.device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
         self.model, self.tokenizer = load_model(model, dtype=dtype, device=self.device)
         self.name = name or model
+        self.model_id = model  # what it was loaded from (``name`` may be a role's label)
         self.max_batch_rows = max_batch_rows
         self.adapter_names: tuple[str, ...] = ()
         if adapters:

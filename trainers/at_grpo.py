@@ -58,7 +58,7 @@ from trainers.backends import (
     AUTO,
     BACKENDS,
     apply_thread_policy,
-    check_model_available,
+    check_models_available,
     choose_backend,
 )
 from trainers.cli import config_to_dict, parse_overrides
@@ -220,7 +220,7 @@ def train(
     env = config.env_setup.make_checked(given_env_kwargs)
     check_required_role(config, tuple(env.roles))  # envs that declare no TEAMS are checked here
     check_role_names(config, tuple(env.roles), config.team)
-    check_model_available(config.backend, config.model)
+    check_models_available(config, tuple(env.roles))
     if config.init and not config.resume:
         try:
             init_checkpoint(config.init, model=config.model)

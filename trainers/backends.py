@@ -22,7 +22,7 @@ protocol; if it samples from its own copy of trained weights, also
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
@@ -47,6 +47,7 @@ __all__ = [
     "policy_factory",
     "check_model_backend",
     "check_model_available",
+    "check_models_available",
     "apply_thread_policy",
 ]
 
@@ -251,10 +252,11 @@ def policy_factory(config: BackendConfig, model: str, serving: ServingOptions | 
     return builder(config, model, serving or ServingOptions())
 
 
-def check_model_available(backend: str, model: str, option: str = "--model") -> None:
+def check_model_available(backend: str, model: str, option: str = "--model", role: str | None = None) -> None:
     """Refuse a model that is not on this machine (a local path that does not exist, a hub id
     that is neither cached nor reachable) before anything loads; backends registered by users
-    take their own model names and are not checked.
+    take their own model names and are not checked. ``role``: the model was given for that
+    role (``--model ROLE=NAME``).
 
     Raises:
         ConfigError: Naming ``option`` and what to pass instead.
@@ -263,7 +265,15 @@ def check_model_available(backend: str, model: str, option: str = "--model") -> 
         return
     problem = model_unavailable(model)
     if problem is not None:
+        given, fix = (f"{role}={model}", f"{role}={DEFAULT_MODEL}") if role else (model, DEFAULT_MODEL)
         raise ConfigError(
-            f"{option} {model}: {problem}; pass an existing model directory, or --model {DEFAULT_MODEL} "
+            f"{option} {given}: {problem}; pass an existing model directory, or --model {fix} "
             "(the default, available offline)"
         )
+
+
+def check_models_available(config: Any, roles: Sequence[str]) -> None:
+    """``check_model_available`` for the model of each of ``roles`` (``config.model_for``)."""
+    for role in roles:
+        model = config.model_for(role)
+        check_model_available(config.backend, model, role=role if model != config.model else None)

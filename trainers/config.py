@@ -284,9 +284,9 @@ class TrainConfig(
         """How a served policy (vLLM engine) follows this run's learner."""
         return ServingOptions(seed=self.seed, sleep=self.vllm_sleep, sync=self.vllm_sync)
 
-    def policy_factory(self) -> PolicyFactory:
-        """A constructor of this run's backend policy on ``model``."""
-        return policy_factory(self, self.model, self.serving)
+    def policy_factory(self, model: str | None = None) -> PolicyFactory:
+        """A constructor of this run's backend policy on ``model`` (None: ``--model``)."""
+        return policy_factory(self, model or self.model, self.serving)
 
     @property
     def env_setup(self) -> EnvSetup:
@@ -385,7 +385,8 @@ def _validate(config: TrainConfig) -> None:
     check_at_least(config, "train_minutes", 0)
     check_at_least(config, "eval_every_minutes", 0)
     check_at_least(config, "report_trees", 0)
-    check_model_backend(config.backend, config.model)
+    for model in config.models:
+        check_model_backend(config.backend, model)
     if config.temperature is not None and config.temperature <= 0:
         raise ConfigError(
             f"temperature={config.temperature} must be > 0: training samples must come from a distribution "
@@ -493,10 +494,10 @@ def check_scripted_roles(scripted: Mapping[str, str], roles: Sequence[str]) -> N
 
 
 def check_role_names(config: Any, roles: tuple[str, ...], team: str) -> None:
-    """Refuse per-role sampling values (``role_temperature``, ``role_max_new_tokens``) for roles
-    that ``team`` (its roles: ``roles``) does not have (a typo would otherwise change nothing,
-    silently)."""
-    for name in ("role_temperature", "role_max_new_tokens"):
+    """Refuse per-role values (``role_temperature``, ``role_max_new_tokens``, ``role_model``) for
+    roles that ``team`` (its roles: ``roles``) does not have (a typo would otherwise change
+    nothing, silently)."""
+    for name in ("role_temperature", "role_max_new_tokens", "role_model"):
         unknown = sorted(set(getattr(config, name, {}) or {}) - set(roles))
         if unknown:
             flag = "--" + name.removeprefix("role_").replace("_", "-")

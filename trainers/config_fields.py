@@ -12,7 +12,7 @@ group               fields                                          used by
                                                                     training, evaluation)
 ``EnvFields``       env, env_kwargs                                 training, warm start
 ``TeamFields``      team                                            training, evaluation
-``ModelFields``     model, lora, lora_rank, lora_alpha,              training, warm start
+``ModelFields``     model, role_model, lora, lora_rank, lora_alpha,  training, warm start
                     response_prefix
 ``ReplyFields``     max_new_tokens, role_max_new_tokens, stop       all three
 ``SamplingFields``  top_p, role_temperature                         training, evaluation
@@ -186,6 +186,10 @@ class ModelFields(_Checked):
     # --- team ---
     model: str = DEFAULT_MODEL
     """Model: a built-in name (smollm2-135m-instruct, tiny-test), a local HF directory or a hub id."""
+    role_model: dict = field(default_factory=dict)
+    """Per-role model, given as --model ROLE=NAME (repeatable), e.g. --model executor=tiny-test; roles
+    not named play --model. Each model trains its own weights (its roles' LoRA adapters, or its full
+    weights) with its own tokenizer and chat template, and a served backend runs an engine per model."""
     lora: bool = True
     """Train LoRA adapters (one per role, or one shared) instead of the full weights."""
     lora_rank: int = 8
@@ -199,6 +203,22 @@ class ModelFields(_Checked):
         super().__post_init__()
         check_at_least(self, "lora_rank")
         check_at_least(self, "lora_alpha")
+        if not isinstance(self.role_model, Mapping):
+            raise ConfigError("role_model must map roles to models; pass e.g. --model executor=tiny-test")
+        for role, model in self.role_model.items():
+            if not isinstance(model, str) or not model.strip():
+                raise ConfigError(
+                    f"role_model[{role!r}]={model!r} must be a model name; pass e.g. --model {role}=tiny-test"
+                )
+
+    def model_for(self, role: str) -> str:
+        """The model that plays ``role`` (``--model ROLE=NAME``, else ``--model``)."""
+        return self.role_model.get(role, self.model)
+
+    @property
+    def models(self) -> tuple[str, ...]:
+        """Every model this config names: ``--model`` first, then the per-role ones."""
+        return tuple(dict.fromkeys((self.model, *self.role_model.values())))
 
 
 @dataclass(frozen=True)

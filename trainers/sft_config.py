@@ -115,9 +115,10 @@ class SFTConfig(
         """The env team variant ``variant`` of this warm start plays."""
         return EnvSetup(self.env, variant, dict(self.env_kwargs))
 
-    def policy_factory(self) -> PolicyFactory:
-        """A constructor of the transformers policy on ``model`` (``trainers.teams.build_team``)."""
-        return policy_factory(BackendConfig(backend=self.backend, device=self.device), self.model)
+    def policy_factory(self, model: str | None = None) -> PolicyFactory:
+        """A constructor of the transformers policy on ``model`` (None: ``--model``;
+        ``trainers.teams.build_team``)."""
+        return policy_factory(BackendConfig(backend=self.backend, device=self.device), model or self.model)
 
     def __post_init__(self) -> None:
         super().__post_init__()

@@ -5,7 +5,9 @@ Used by the training command (``trainers.at_grpo``), the rollout benchmark and t
 evaluation harness (``benchmarks.evaluate``), so a team is built the same way everywhere.
 
 * ``build_team(config, env)``: the trainable team of ``config.policy`` / ``config.lora``:
-  one shared adapter, one adapter per role, one shared full model, or one model per role.
+  one shared adapter, one adapter per role, one shared full model, or one model per role;
+  with ``--model ROLE=NAME`` that layout on each model for the roles it plays (a planner on
+  one model and a worker on another train separately, each with its own tokenizer).
 * ``served_policies`` / ``sync_served_weights``: the policies that sample from their own
   copy of the weights (vLLM engines) and the call that pushes new weights to them.
 
@@ -31,10 +33,11 @@ __all__ = [
 
 
 def build_team(config: Any, env: Any) -> Team:
-    """The trainable team ``config.policy`` / ``config.lora`` describe, on ``config.model``
-    (``config``: a ``trainers.config.TrainConfig`` or ``trainers.sft_config.SFTConfig``; its
-    ``policy_factory()`` builds the backend's policies), with the roles ``config.roles``
-    names played by scripted policies (a game's fixed opponent)."""
+    """The trainable team ``config.policy`` / ``config.lora`` describe, each role on its model
+    (``config.model_for``; ``config``: a ``trainers.config.TrainConfig`` or
+    ``trainers.sft_config.SFTConfig``; its ``policy_factory(model)`` builds the backend's
+    policies), with the roles ``config.roles`` names played by scripted policies (a game's
+    fixed opponent)."""
     team = _model_team(config, env)
     scripted = scripted_roles(getattr(config, "roles", ()))
     if not scripted:
@@ -52,18 +55,35 @@ def build_team(config: Any, env: Any) -> Team:
 
 
 def _model_team(config: Any, env: Any) -> Team:
+    """The model roles' bindings: the roles of each model (``config.model_for``) in the layout
+    ``--policy`` / ``--lora`` name, on that model's own policy (so its own tokenizer and, for a
+    served backend, its own engine)."""
+    by_model: dict[str, list[str]] = {}
+    for role in env.roles:
+        by_model.setdefault(config.model_for(role), []).append(role)
+    bindings: dict[str, RoleBinding] = {}
+    for model, roles in by_model.items():
+        bindings.update(_model_bindings(config, model, tuple(roles)))
+    return Team(env, bindings)
+
+
+def _model_bindings(config: Any, model: str, roles: tuple[str, ...]) -> dict[str, RoleBinding]:
+    """``roles`` on ``model``: one adapter they all train (--policy shared --lora), one model
+    they all train (shared, --no-lora), an adapter each (per_role --lora), or a copy each."""
     lora = LoraSettings(r=config.lora_rank, alpha=config.lora_alpha)
-    prefix, roles = config.response_prefix, env.roles
-    make_policy = config.policy_factory()
-    if config.policy == "shared" and config.lora:  # one adapter every role trains
+    prefix = config.response_prefix
+    make_policy = config.policy_factory(model)
+    if config.policy == "shared" and config.lora:
         policy = make_policy(adapters=("shared",), lora=lora)
-        return Team(env, {role: RoleBinding(policy, "shared", None, prefix) for role in roles})
+        return {role: RoleBinding(policy, "shared", None, prefix) for role in roles}
     if config.policy == "shared":
-        return Team.shared(env, make_policy(), response_prefix=prefix)
-    if config.lora:  # one adapter per role on one base model
-        return Team.per_role(env, make_policy(adapters=roles, lora=lora), response_prefix=prefix)
-    models = {role: make_policy(name=f"{role}-model") for role in roles}  # vLLM: one engine each
-    return Team.per_role_models(env, models, response_prefix=prefix)
+        policy = make_policy()
+        return {role: RoleBinding(policy, None, None, prefix) for role in roles}
+    if config.lora:
+        policy = make_policy(adapters=roles, lora=lora)
+        return {role: RoleBinding(policy, role, None, prefix) for role in roles}
+    # one full copy each, named by role (vLLM: one engine each)
+    return {role: RoleBinding(make_policy(name=f"{role}-model"), None, None, prefix) for role in roles}
 
 
 def served_policies(team: Team) -> list[Any]:
