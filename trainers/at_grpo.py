@@ -81,10 +81,10 @@ from trainers.evaluation import (
 from trainers.progress import RunProgress
 from trainers.records import RolloutBatch
 from trainers.rollout import role_sampling_for
-from trainers.run.checkpoint import init_checkpoint
 from trainers.run.dirs import check_writable_dir, load_saved_config
 from trainers.run.episodes import write_episodes
 from trainers.run.files import trained_seconds
+from trainers.run.init_weights import init_checkpoint
 from trainers.run.lifecycle import Run, run_files_lines
 from trainers.run.trees import write_trees
 from trainers.runtime import Runtime, WorkerLost, make_runtime

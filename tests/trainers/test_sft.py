@@ -20,7 +20,7 @@ from trainers.demonstrations import oracle_demonstrations
 from trainers.evaluation import evaluate, validation_tasks
 from trainers.learner import Learner
 from trainers.records import TaskKey
-from trainers.run.checkpoint import load_initial_weights
+from trainers.run.init_weights import load_initial_weights
 from trainers.run.trained_team import load_trained_team
 from trainers.sft import batch_indices, format_sft_summary, lr_factor, main, train_sft
 from trainers.sft_config import SFTConfig, resolve_sft_config, sft_config_from_flags

@@ -106,7 +106,8 @@ def test_a_run_on_a_local_model_directory_seeds_another_run(tmp_path):
     holds "/" in the weights file: --init still finds each unit's weights there."""
     from agents.models import load_model
     from trainers.learner import Learner
-    from trainers.run.checkpoint import load_initial_weights, unit_tensors
+    from trainers.run.checkpoint import unit_tensors
+    from trainers.run.init_weights import load_initial_weights
 
     model, tokenizer = load_model("tiny-test")
     local = tmp_path / "models" / "tiny"

@@ -9,7 +9,8 @@ from typing import Any, Protocol, runtime_checkable
 from trainers.advantages import AdvantageResult
 from trainers.records import RolloutBatch, Turn
 from trainers.rollout import RolloutRequest
-from trainers.run.checkpoint import initialise_learner, load_checkpoint, save_checkpoint
+from trainers.run.checkpoint import load_checkpoint, save_checkpoint
+from trainers.run.init_weights import initialise_learner
 
 __all__ = ["LearnerVerbs", "Runtime", "StaleWeightsError", "WorkerLost"]
 
@@ -67,5 +68,5 @@ class LearnerVerbs:
         save_checkpoint(run_dir, step, self.learner, state, keep=keep)
 
     def initialise(self, config: Any) -> str:
-        """--init: the named run's weights (``checkpoint.initialise_learner``); where they came from."""
+        """--init: the named run's weights (``init_weights.initialise_learner``); where they came from."""
         return initialise_learner(self.learner, config.init, model=config.model)
