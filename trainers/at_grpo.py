@@ -223,7 +223,7 @@ def train(
     check_models_available(config, tuple(env.roles))
     if config.init and not config.resume:
         try:
-            init_checkpoint(config.init, model=config.model)
+            init_checkpoint(config.init, models=[config.model_for(role) for role in env.roles])
         except (FileNotFoundError, ValueError) as err:
             raise ConfigError(str(err)) from None
     check_writable_dir(config.resume or config.output_dir, "--resume" if config.resume else "--output-dir")
@@ -249,7 +249,7 @@ def _run(
     progress.phase("choosing CPU threads")
     config = dataclasses.replace(config, threads=apply_thread_policy(config.threads, say))  # in config.json
     run = Run.open(COMMAND, config, stem=f"{envs.spec(config.env).name}-{config.algo}-{config.team}")
-    progress.phase(f"loading {config.model} ({config.backend}, runtime {config.runtime})")
+    progress.phase(f"loading {', '.join(config.models)} ({config.backend}, runtime {config.runtime})")
     runtime = make_runtime(config, env)
     try:
         return _train(config, runtime, run, initial_eval, progress, started)

@@ -216,6 +216,11 @@ class ModelFields(_Checked):
         return self.role_model.get(role, self.model)
 
     @property
+    def model_flags(self) -> str:
+        """The ``--model`` flags that give the same models: ``--model M [--model ROLE=NAME ...]``."""
+        return " ".join([f"--model {self.model}", *(f"--model {r}={m}" for r, m in self.role_model.items())])
+
+    @property
     def models(self) -> tuple[str, ...]:
         """Every model this config names: ``--model`` first, then the per-role ones."""
         return tuple(dict.fromkeys((self.model, *self.role_model.values())))

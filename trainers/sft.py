@@ -231,7 +231,7 @@ def _run_sft(config: SFTConfig, progress: RunProgress, started: float) -> SFTSum
     config = dataclasses.replace(config, threads=apply_thread_policy(config.threads, say))  # in config.json
     run = Run.open(COMMAND, config, stem=f"{envs.spec(config.env).name}-sft")
     run_dir, checkpoint = run.dir, run.checkpoint
-    progress.phase(f"loading {config.model}")
+    progress.phase(f"loading {', '.join(config.models)}")
     teams = team_variants(config)
     learner = SupervisedLearner(
         teams[config.teams[0]],
@@ -390,7 +390,7 @@ def format_sft_summary(summary: SFTSummary, config: SFTConfig) -> str:
     lines += [
         *run_files_lines(summary.run_dir, COMMAND),
         # the team the checkpoint rebuilds (the first of --teams): a tool warm start needs --team tool
-        f"  next        python -m trainers.at_grpo --env {config.env} --model {config.model} "
+        f"  next        python -m trainers.at_grpo --env {config.env} {config.model_flags} "
         f"--team {config.team} --init {summary.run_dir}",
     ]
     return "\n".join(lines)

@@ -140,6 +140,11 @@ class SFTConfig(
                 f"teams={list(self.teams)} with policy='per_role': each team has its own roles, so one "
                 "run cannot hold per-role weights for several; pass --policy shared or one --teams"
             )
+        if len(self.teams) > 1 and self.role_model:
+            raise ConfigError(
+                f"teams={list(self.teams)} with --model ROLE=NAME: the other variants' roles would have no "
+                "model of their own; pass one --teams, or drop the per-role models"
+            )
         if self.lr is not None and self.lr <= 0:
             raise ConfigError(f"lr={self.lr} must be > 0; pass e.g. --lr 1e-3")
         if not 0 <= self.warmup_steps < self.steps:

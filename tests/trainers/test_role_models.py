@@ -4,9 +4,11 @@ repeats the uninterrupted one. Two real models: the default SmolLM2 and ``tiny-t
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 import torch
-from safetensors.torch import load_file
+from safetensors.torch import load_file, save_file
 
 import envs
 from agents.base import SamplingParams
@@ -80,6 +82,8 @@ def test_a_two_model_run_trains_each_model_and_resumes_exactly(tmp_path):
     weights = load_file(str(list_checkpoints(run)[-1] / "weights.safetensors"))
     units = {key.rpartition("/")[0] for key in weights}
     assert units == {f"{DEFAULT_MODEL}:planner", "tiny-test:executor"}
+    page = (run / "report.html").read_text()  # which role ran which model, and that both trained
+    assert f"planner: {DEFAULT_MODEL} (trained), executor: tiny-test (trained)" in page
     for unit in units:  # LoRA B starts at zero: each model's adapter moved
         assert any(
             "lora_B" in k and t.abs().sum() > 0 for k, t in weights.items() if k.startswith(unit + "/")
@@ -97,3 +101,45 @@ def test_a_two_model_run_trains_each_model_and_resumes_exactly(tmp_path):
         assert without_timings(read_jsonl(tmp_path / "cut" / "run" / name)) == expected, name
     again = load_file(str(list_checkpoints(tmp_path / "cut" / "run")[-1] / "weights.safetensors"))
     assert sorted(again) == sorted(weights) and all(torch.equal(again[k], weights[k]) for k in weights)
+
+
+def test_init_seeds_the_units_of_the_models_the_warm_start_trained_and_names_the_rest(tmp_path):
+    from tests.trainers.test_teams import train_tiny
+    from trainers.learner import Learner
+    from trainers.run.checkpoint import unit_tensors
+    from trainers.run.init_weights import initialise_learner, unit_models
+
+    warm = train_tiny(tmp_path / "warm", "--policy", "shared")  # one adapter on tiny-test
+    checkpoint = list_checkpoints(warm)[-1]
+    assert unit_models(checkpoint) == {"tiny-test:shared": "tiny-test"}
+    older = tmp_path / "older" / "checkpoints" / checkpoint.name  # weights saved before the metadata
+    older.mkdir(parents=True)
+    (older.parent.parent / "config.json").write_bytes((warm / "config.json").read_bytes())
+    save_file(load_file(str(checkpoint / "weights.safetensors")), str(older / "weights.safetensors"))
+    assert unit_models(older) == {"tiny-test:shared": "tiny-test"}  # from its config.json's --model
+    config = TrainConfig(env=TEST_ENV, model="tiny-test", role_model={"planner": DEFAULT_MODEL})
+    learner = Learner(build_team(config, envs.make(TEST_ENV)))
+    line = initialise_learner(learner, warm)
+    assert line.endswith(f"; {DEFAULT_MODEL}:planner: base weights (that run trained none on this model)")
+    saved = load_file(str(list_checkpoints(warm)[-1] / "weights.safetensors"))
+    seeded = unit_tensors(learner)
+    for key, tensor in saved.items():  # the executor's adapter is the shared warm start's
+        executor = key.replace("tiny-test:shared/", "tiny-test:executor/").replace(".shared.", ".executor.")
+        assert torch.equal(seeded[executor], tensor)
+    assert all(t.abs().sum() == 0 for k, t in seeded.items() if k.startswith(DEFAULT_MODEL) and "lora_B" in k)
+
+
+def test_init_refuses_a_unit_trained_on_another_model_and_a_run_of_none_of_this_runs_models(tmp_path):
+    from tests.trainers.test_teams import train_tiny
+    from trainers.learner import Learner
+    from trainers.run.init_weights import load_initial_weights
+
+    full = train_tiny(tmp_path / "full", "--policy", "per_role", "--no-lora")  # planner-model, executor-model
+    config = TrainConfig(
+        env=TEST_ENV, model="tiny-test", role_model={"planner": DEFAULT_MODEL}, policy="per_role", lora=False
+    )
+    with pytest.raises(ValueError, match=r"planner-model trained model 'tiny-test' there but plays 'smollm2"):
+        load_initial_weights(full, Learner(build_team(config, envs.make(TEST_ENV))))
+    others = dataclasses.replace(config, model=DEFAULT_MODEL, role_model={}, policy="shared", lora=True)
+    with pytest.raises(ValueError, match="was trained on model 'tiny-test'.*pass --model tiny-test"):
+        load_initial_weights(full, Learner(build_team(others, envs.make(TEST_ENV))))

@@ -432,7 +432,7 @@ def test_init_seeds_per_role_adapters_from_a_shared_warm_start(tmp_path):
     env = envs.make(ONE_TOKEN_ID, team="mas")
     team = build_team(_team_fields(policy="per_role", lora_rank=8, lora_alpha=16), env)
     learner = Learner(team)
-    load_initial_weights(warm, learner, model="tiny-test")
+    load_initial_weights(warm, learner)
     source = load_trained_team(warm).bindings["planner"]
     saved = {n.replace(".shared.", "."): p for n, p in source.policy.model.named_parameters() if "lora_" in n}
     for unit in learner.units.values():
@@ -465,7 +465,7 @@ def test_init_refuses_another_model_or_a_missing_run(tmp_path, capsys):
     assert exit_info.value.code == 2 and "not a training run" in capsys.readouterr().err
     with pytest.raises(ValueError, match="--lora-rank"):
         env = envs.make(ONE_TOKEN_ID, team="mas")
-        load_initial_weights(warm, Learner(build_team(_team_fields(lora_rank=2), env)), model="tiny-test")
+        load_initial_weights(warm, Learner(build_team(_team_fields(lora_rank=2), env)))
 
 
 # ---------------------------------------------------------------------------- validation slice

@@ -117,7 +117,7 @@ def test_a_run_on_a_local_model_directory_seeds_another_run(tmp_path):
     trained = load_file(str(list_checkpoints(run)[-1] / "weights.safetensors"))
     assert any(key.startswith(f"{local}:planner/") for key in trained)
     learner = Learner(build_team(TrainConfig(env=TEST_ENV, model=str(local)), envs.make(TEST_ENV)))
-    load_initial_weights(run, learner, model=str(local))
+    load_initial_weights(run, learner)
     started = unit_tensors(learner)
     assert sorted(started) == sorted(trained) and any(
         "lora_B" in k and t.abs().sum() > 0 for k, t in trained.items()

@@ -65,15 +65,24 @@ __all__ = [
     "latest_checkpoint",
     "resume_checkpoint",
     "list_checkpoints",
+    "unit_models_of",
     "unit_tensors",
+    "UNIT_MODELS",
 ]
 
 _PREFIX = "step_"
+UNIT_MODELS = "unit_models"  # the weights file's metadata key: {unit: model}
 _TMP = ".tmp-"
 
 
 def _checkpoint_dir(run_dir: Path, step: int) -> Path:
     return run_dir / "checkpoints" / f"{_PREFIX}{step:06d}"
+
+
+def unit_models_of(learner: Any) -> dict[str, str]:
+    """Unit -> the model it trains (``HFPolicy.model_id``), kept in the weights file's metadata
+    (``UNIT_MODELS``) so that ``--init`` matches a team of several models unit by unit."""
+    return {name: getattr(unit.policy, "model_id", unit.policy.name) for name, unit in learner.units.items()}
 
 
 def unit_tensors(learner: Any) -> dict[str, torch.Tensor]:
@@ -140,7 +149,8 @@ def save_checkpoint(
     tmp = final.with_name(f"{_TMP}{final.name}-{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
-    save_file(unit_tensors(learner), str(tmp / WEIGHTS))
+    models = {UNIT_MODELS: json.dumps(unit_models_of(learner))}
+    save_file(unit_tensors(learner), str(tmp / WEIGHTS), metadata=models)
     write_tree(tmp, "optimizer", {name: unit.optimizer.state_dict() for name, unit in learner.units.items()})
     write_tree(tmp, "rng", _rng_states())
     (tmp / STATE).write_text(json.dumps({**state, "step": step}, indent=2))

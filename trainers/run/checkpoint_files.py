@@ -6,7 +6,8 @@ nothing is unpickled, so loading a run directory someone else made runs none of 
 
 * ``weights.safetensors``: every learner unit's trainable parameters, keyed
   ``"<unit name>/<parameter name>"`` (the LoRA parameters of an adapter unit, all
-  parameters of a full-model unit);
+  parameters of a full-model unit); its metadata ``unit_models`` (JSON) names the model each
+  unit trains, so ``--init`` matches a team of several models unit by unit;
 * ``optimizer.safetensors`` + ``optimizer.json``: each unit's optimiser ``state_dict``. The
   tensors (AdamW's moments and its 0-dim ``step`` counters) are in the safetensors file under
   their path in the state dict, e.g. ``"<unit name>/state/<param index>/exp_avg"``; the JSON

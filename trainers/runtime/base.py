@@ -69,4 +69,4 @@ class LearnerVerbs:
 
     def initialise(self, config: Any) -> str:
         """--init: the named run's weights (``init_weights.initialise_learner``); where they came from."""
-        return initialise_learner(self.learner, config.init, model=config.model)
+        return initialise_learner(self.learner, config.init)

@@ -111,6 +111,32 @@ def _trees(run_dir: Path) -> tuple[list[dict[str, Any]], int]:
     return shown, len(recorded)
 
 
+def _team_roles(config: dict[str, Any], evals: list[dict[str, Any]]) -> list[str]:
+    """The run's roles in turn order (its env's TEAMS), else those its evaluations report returns for."""
+    try:
+        import envs
+
+        teams = envs.spec(config["env"]).teams or {}
+        return list(teams[config.get("team") or config.get("teams", [None])[0]])
+    except Exception:  # noqa: BLE001  (a page of an unknown env or team still shows the rest)
+        returns = {key for row in evals for key in row if key.startswith("return/")}
+        return sorted(key.removeprefix("return/") for key in returns)
+
+
+def _roles_text(config: dict[str, Any], evals: list[dict[str, Any]]) -> str | None:
+    """What played each role: its model and whether it trained, or the scripted policy
+    (``planner: smollm2-135m-instruct (trained), executor: tiny-test (trained)``)."""
+    scripted = dict(item.split("=", 1) for item in config.get("roles", []) if "=" in item)
+    per_role = config.get("role_model") or {}
+    shown = []
+    for role in _team_roles(config, evals):
+        if role in scripted:
+            shown.append(f"{role}: {scripted[role]} (scripted)")
+        else:
+            shown.append(f"{role}: {per_role.get(role, config.get('model'))} (trained)")
+    return ", ".join(shown) or None
+
+
 def run_context(run_dir: Path) -> dict[str, Any]:
     """The template's data for a training run directory."""
     config = read_json(run_dir / "config.json")
@@ -128,6 +154,7 @@ def run_context(run_dir: Path) -> dict[str, Any]:
             else [("algorithm", config.get("algo")), ("team", config.get("team"))]
         ),
         ("model", config.get("model")),
+        ("roles", _roles_text(config, evals)),
         ("steps logged", len(train)),
         ("evaluations", len(evals)),
         ("in-run evaluations play", EVAL_SPLIT_TEXT.get(config.get("eval_split", "test"))),
