@@ -51,12 +51,16 @@ class RoleBinding:
         response_prefix: Start of every reply of the role, written into the prompt for the
             model to continue (``agents.base.Prompt.prefix``, e.g. ``"<answer>"``); the env
             receives ``response_prefix + sampled text``. For model policies only.
+        trains: Whether a learner updates this role's policy. False: a frozen role (a fixed
+            partner or opponent): it plays and its turns are recorded, but they are never in
+            the loss and its weights never change.
     """
 
     policy: Policy
     adapter: str | None = None
     system_prompt: str | None = None
     response_prefix: str = ""
+    trains: bool = True
 
     @property
     def policy_id(self) -> str:

@@ -67,6 +67,7 @@ from trainers.config import (
     RESUMABLE_OVERRIDES,
     ConfigError,
     TrainConfig,
+    check_fixed_roles,
     check_required_role,
     check_role_names,
     resolve_config,
@@ -220,6 +221,7 @@ def train(
     env = config.env_setup.make_checked(given_env_kwargs)
     check_required_role(config, tuple(env.roles))  # envs that declare no TEAMS are checked here
     check_role_names(config, tuple(env.roles), config.team)
+    check_fixed_roles(config, tuple(env.roles))
     check_models_available(config, tuple(env.roles))
     if config.init and not config.resume:
         try:

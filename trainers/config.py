@@ -14,6 +14,7 @@ errors name the field and the fix.
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
@@ -141,6 +142,11 @@ class TrainConfig(
     roles: tuple[str, ...] = ()
     """Roles a scripted policy plays instead of the trained model, ROLE=POLICY with POLICY in oracle,
     heuristic, random; e.g. second=random trains the first seat of a game against a fixed opponent."""
+    frozen: tuple[str, ...] = ()
+    """Roles that play but never train, ROLE or ROLE=RUN: RUN (a run dir or checkpoint, e.g. the warm
+    start) gives the weights it plays for that role, a bare ROLE plays --init's (else its base model);
+    e.g. --frozen executor=runs/warm trains the planner beside a fixed executor. Its turns are
+    recorded and shown in the report, never in the loss."""
 
     # --- team ---
     policy: Literal["shared", "per_role"] | None = None
@@ -467,13 +473,14 @@ def _check_estimator(config: TrainConfig) -> None:
     except (TypeError, ValueError) as err:
         raise ConfigError(f"estimator_kwargs of {name!r}: {err}") from None
     scripted = scripted_roles(config.roles)
+    frozen = frozen_roles(config.frozen)
     try:
         teams = envs.spec(config.env).teams
     except (KeyError, ValueError, ImportError):
         return  # an unknown env id or module: resolve_config names it
     if teams is not None and config.team in teams:
         check_required_role(config, teams[config.team], teams)
-        check_scripted_roles(scripted, teams[config.team])
+        check_scripted_roles(scripted, teams[config.team], frozen)
 
 
 def scripted_roles(items: Sequence[str]) -> dict[str, str]:
@@ -482,15 +489,55 @@ def scripted_roles(items: Sequence[str]) -> dict[str, str]:
     return parse_role_policies(items, tuple(SCRIPTED_POLICIES), example)
 
 
-def check_scripted_roles(scripted: Mapping[str, str], roles: Sequence[str]) -> None:
-    """Every scripted role is one of the team's, and the model keeps at least one to train."""
-    unknown = [role for role in scripted if role not in roles]
-    if unknown:
-        raise ConfigError(f"roles: {unknown} not in the team's roles {list(roles)}; name one of those")
-    if set(roles) <= set(scripted):
+def frozen_roles(items: Sequence[str]) -> dict[str, str | None]:
+    """``--frozen`` items ``ROLE`` / ``ROLE=RUN`` as role -> the run whose weights it plays (None:
+    ``--init``'s, else its base model), checked."""
+    found: dict[str, str | None] = {}
+    for item in items:
+        role, sep, run = item.partition("=")
+        if not re.fullmatch(r"[a-z][a-z0-9]*", role) or (sep and not run):
+            raise ConfigError(
+                f"frozen: {item!r} is not ROLE or ROLE=RUN; e.g. --frozen executor, --frozen executor=runs/w"
+            )
+        if role in found:
+            raise ConfigError(f"frozen: each role may be named once, got {list(items)}")
+        found[role] = run or None
+    return found
+
+
+def check_scripted_roles(
+    scripted: Mapping[str, str], roles: Sequence[str], frozen: Mapping[str, str | None] | None = None
+) -> None:
+    """Every scripted (``--roles``) and frozen (``--frozen``) role is one of the team's, none is
+    both, and at least one role is left to train."""
+    frozen = frozen or {}
+    for flag, named in (("roles", scripted), ("frozen", frozen)):
+        unknown = [role for role in named if role not in roles]
+        if unknown:
+            raise ConfigError(f"{flag}: {unknown} not in the team's roles {list(roles)}; name one of those")
+    both = sorted(set(scripted) & set(frozen))
+    if both:
+        raise ConfigError(f"frozen: {both} scripted too (--roles); a role is played by one or the other")
+    if set(roles) <= set(scripted) | set(frozen):
+        what = "scripted" if not frozen else "scripted or frozen"
         raise ConfigError(
-            f"roles: every role ({list(roles)}) is scripted, so nothing would train; leave one to the model"
+            f"roles: every role ({list(roles)}) is {what}, so nothing would train; leave one to the model"
         )
+
+
+def check_fixed_roles(config: Any, roles: Sequence[str]) -> None:
+    """The scripted and frozen roles fit the team (``check_scripted_roles``) and every
+    ``--frozen ROLE=RUN`` names a run with a checkpoint (before any model loads)."""
+    from trainers.run.checkpoint import find_checkpoint
+
+    frozen = frozen_roles(config.frozen)
+    check_scripted_roles(scripted_roles(config.roles), roles, frozen)
+    for role, run in frozen.items():
+        if run is not None:
+            try:
+                find_checkpoint(run)
+            except FileNotFoundError as err:
+                raise ConfigError(f"frozen: {role}={run}: {err}") from None
 
 
 def check_role_names(config: Any, roles: tuple[str, ...], team: str) -> None:

@@ -23,7 +23,8 @@ from agents.base import ServedPolicy
 from agents.hf import LoraSettings
 from agents.scripted import SCRIPTED_POLICIES, RandomPolicy
 from agents.team import RoleBinding, Team
-from trainers.config import scripted_roles
+from trainers.config import frozen_roles, scripted_roles
+from trainers.errors import ConfigError
 
 __all__ = [
     "build_team",
@@ -37,34 +38,50 @@ def build_team(config: Any, env: Any) -> Team:
     (``config.model_for``; ``config``: a ``trainers.config.TrainConfig`` or
     ``trainers.sft_config.SFTConfig``; its ``policy_factory(model)`` builds the backend's
     policies), with the roles ``config.roles`` names played by scripted policies (a game's
-    fixed opponent)."""
-    team = _model_team(config, env)
+    fixed opponent) and those ``config.frozen`` names by frozen copies (``frozen_binding``)."""
+    frozen = frozen_roles(getattr(config, "frozen", ()))
     scripted = scripted_roles(getattr(config, "roles", ()))
-    if not scripted:
-        return team
+    bindings = _model_bindings_by_model(config, [role for role in env.roles if role not in frozen])
 
     def make(kind: str) -> Any:
         cls = SCRIPTED_POLICIES[kind]
         return cls(seed=config.seed) if cls is RandomPolicy else cls()
 
-    bindings = {
-        role: RoleBinding(make(scripted[role])) if role in scripted else b
-        for role, b in team.bindings.items()
-    }
-    return Team(team.roles, bindings)
+    bindings.update({role: RoleBinding(make(kind)) for role, kind in scripted.items()})
+    bindings.update({role: frozen_binding(config, role, run) for role, run in frozen.items()})
+    return Team(env, {role: bindings[role] for role in env.roles})
 
 
-def _model_team(config: Any, env: Any) -> Team:
-    """The model roles' bindings: the roles of each model (``config.model_for``) in the layout
-    ``--policy`` / ``--lora`` name, on that model's own policy (so its own tokenizer and, for a
-    served backend, its own engine)."""
+def frozen_binding(config: Any, role: str, run: str | None) -> RoleBinding:
+    """``role`` played by weights that never train: those run ``run`` (a run dir or checkpoint)
+    trained for it, else ``--init``'s, else its base model. The policy is a copy of its own,
+    named ``frozen-<role>``, so the learner never routes its turns to a trained unit."""
+    from trainers.run.trained_team import load_trained_team  # it builds teams with this module
+
+    source = run or getattr(config, "init", None)
+    if source is None:
+        policy, adapter = config.policy_factory(config.model_for(role))(name=f"frozen-{role}"), None
+    else:
+        try:
+            trained = load_trained_team(source, backend_config=config).binding(role)
+        except (FileNotFoundError, ValueError) as err:
+            raise ConfigError(f"frozen: {role}={source}: {err}") from None
+        policy, adapter = trained.policy, trained.adapter
+        policy.name = f"frozen-{role}"  # this copy only: loaded for this role alone
+    return RoleBinding(policy, adapter, None, config.response_prefix, trains=False)
+
+
+def _model_bindings_by_model(config: Any, roles: list[str]) -> dict[str, RoleBinding]:
+    """The bindings of the model ``roles``: the roles of each model (``config.model_for``) in
+    the layout ``--policy`` / ``--lora`` name, on that model's own policy (so its own tokenizer
+    and, for a served backend, its own engine)."""
     by_model: dict[str, list[str]] = {}
-    for role in env.roles:
+    for role in roles:
         by_model.setdefault(config.model_for(role), []).append(role)
     bindings: dict[str, RoleBinding] = {}
-    for model, roles in by_model.items():
-        bindings.update(_model_bindings(config, model, tuple(roles)))
-    return Team(env, bindings)
+    for model, model_roles in by_model.items():
+        bindings.update(_model_bindings(config, model, tuple(model_roles)))
+    return bindings
 
 
 def _model_bindings(config: Any, model: str, roles: tuple[str, ...]) -> dict[str, RoleBinding]:

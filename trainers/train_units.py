@@ -31,7 +31,15 @@ class TrainUnit:
 
 def units_from_team(team: Team, config: LearnerConfig) -> dict[str, TrainUnit]:
     units: dict[str, TrainUnit] = {}
+    frozen = {binding.policy_id for binding in team.bindings.values() if not binding.trains}
     for binding in team.bindings.values():
+        if not binding.trains:
+            continue  # a frozen role: plays, never trains (its turns are not routed to any unit)
+        if binding.policy_id in frozen:
+            raise ValueError(
+                f"{binding.policy_id!r} plays a frozen role and a trained one; give the frozen role its own "
+                "policy (trainers.teams.build_team does) so that its turns stay out of the loss"
+            )
         # A served policy (agents.vllm.VLLMPolicy) samples with an engine and is trained
         # through its HF copy, ``.trainable``; the trainer syncs the engine after each step.
         served = isinstance(binding.policy, ServedPolicy)

@@ -329,3 +329,46 @@ def test_a_vllm_engine_serves_from_a_ray_actor_and_follows_the_learner(cluster):
         assert all(turn.token_ids for turn in batch.samples)
     finally:
         runtime.close()
+
+
+def test_the_workers_play_a_team_of_two_models_and_a_frozen_role_as_local_does():
+    """Per-role models and a frozen role through the workers: each role's own engine policy
+    (the planner on SmolLM2, the executor a frozen tiny-test copy), the same batch as local."""
+    from agents.models import DEFAULT_MODEL
+
+    config = tiny_config(
+        algo="at_grpo", team="mas", role_model={"planner": DEFAULT_MODEL}, frozen=("executor",)
+    )
+    engine, learner = EngineServer(config), LearnerWorker(config)
+    assert list(learner.learner.units) == [f"{DEFAULT_MODEL}:planner"]
+    tensors, checksum = learner.trained_weights()
+    assert engine.load_weights(0, tensors) == (0, checksum)
+    worker = RolloutWorker(config, engine, engine.layout())
+    request = step_request(config, 1, training_sampling(config))
+    batch = worker.collect(request, 0)
+    assert_same_batch(batch, local_runtime(config).collect(request))
+    assert {t.policy for t in batch.samples} == {f"{DEFAULT_MODEL}:planner", "frozen-executor"}
+
+
+@pytest.mark.ray
+@pytest.mark.slow
+def test_a_step_of_two_models_and_a_frozen_role_on_ray_matches_local(cluster):
+    """The team of two models with a frozen role, on a Ray cluster: the step's metrics are
+    local's and the engine then serves the learner's updated planner."""
+    from agents.models import DEFAULT_MODEL
+    from trainers.runtime.ray import RayRuntime
+    from trainers.runtime.step import train_step
+
+    team = dict(STEP_TASK, env=TEST_ENV, role_model={"planner": DEFAULT_MODEL}, frozen=("executor",))
+    local_metrics, _ = train_step(tiny_config(**team), local_runtime(tiny_config(**team)), 1)
+    assert local_metrics["samples_trained"] > 0
+    runtime = RayRuntime(tiny_config(**team, runtime="ray"))
+    try:
+        [(_, initial)] = runtime.engine_status()  # one engine
+        metrics, _ = train_step(tiny_config(**team, runtime="ray"), runtime, 1)
+        for key in ("loss", "pg_loss", "grad_norm", "samples_trained"):
+            assert metrics[key] == pytest.approx(local_metrics[key], rel=1e-5, abs=1e-6), key
+        [(version, updated)] = runtime.engine_status()
+        assert version == 1 and updated != initial
+    finally:
+        runtime.close()

@@ -124,16 +124,23 @@ def _team_roles(config: dict[str, Any], evals: list[dict[str, Any]]) -> list[str
 
 
 def _roles_text(config: dict[str, Any], evals: list[dict[str, Any]]) -> str | None:
-    """What played each role: its model and whether it trained, or the scripted policy
-    (``planner: smollm2-135m-instruct (trained), executor: tiny-test (trained)``)."""
+    """What played each role: its model and whether it trained, the weights a frozen role played,
+    or the scripted policy (``planner: smollm2-135m-instruct (trained), executor: frozen, weights
+    of runs/warm``)."""
     scripted = dict(item.split("=", 1) for item in config.get("roles", []) if "=" in item)
+    items = (item.partition("=") for item in config.get("frozen", []))
+    frozen = {role: run or config.get("init") for role, _, run in items}
     per_role = config.get("role_model") or {}
     shown = []
     for role in _team_roles(config, evals):
+        model = per_role.get(role, config.get("model"))
         if role in scripted:
             shown.append(f"{role}: {scripted[role]} (scripted)")
+        elif role in frozen:
+            source = frozen[role]  # the run whose weights it plays, else its base model
+            shown.append(f"{role}: frozen, weights of {source}" if source else f"{role}: {model} (frozen)")
         else:
-            shown.append(f"{role}: {per_role.get(role, config.get('model'))} (trained)")
+            shown.append(f"{role}: {model} (trained)")
     return ", ".join(shown) or None
 
 
