@@ -18,10 +18,12 @@ from trainers.backends import BackendConfig, check_model_backend
 from trainers.config import ConfigError
 from trainers.config_fields import (
     OutputFields,
+    PerRoleModels,
     ReplyFields,
     SamplingFields,
     TeamFields,
     check_env_kwargs,
+    check_role_models,
     parse_role_policies,
 )
 
@@ -32,7 +34,7 @@ BASELINES = ("random", "oracle", "single", "mas")
 
 
 @dataclass(frozen=True)
-class EvalConfig(OutputFields, SamplingFields, ReplyFields, TeamFields, BackendConfig):
+class EvalConfig(PerRoleModels, OutputFields, SamplingFields, ReplyFields, TeamFields, BackendConfig):
     """One evaluation: teams (rows) x envs (columns) x seeds (``python -m benchmarks.evaluate --help``);
     the backend fields of model policies come from ``trainers.backends.BackendConfig``, the reply
     and output fields it shares with training from ``trainers.config_fields``."""
@@ -57,6 +59,9 @@ class EvalConfig(OutputFields, SamplingFields, ReplyFields, TeamFields, BackendC
     # --- team ---
     model: str = DEFAULT_MODEL
     """The 'model' policy: a built-in name, a local HF dir, a hub id, or a training run / checkpoint dir."""
+    role_model: dict = field(default_factory=dict)
+    """Per-role base model of the 'model' and 'base' policies, given as --model ROLE=NAME (repeatable), e.g.
+    --model executor=tiny-test; roles not named play --model (a training run carries its own)."""
     adapters: str | None = None
     """A training run (or checkpoint) dir whose trained LoRA adapters go on --model."""
     policy: Literal["shared", "per_role"] | None = None
@@ -154,4 +159,13 @@ def _validate(config: EvalConfig) -> None:
         config.env_kwargs,
         {"split": "evaluation always uses 'test'", "team": "use --team", "difficulty": "use --difficulty"},
     )
-    check_model_backend(config.backend, config.model)
+    check_role_models(config.role_model)
+    from benchmarks.eval_teams import is_training_run
+
+    if config.role_model and (config.adapters is not None or is_training_run(config.model)):
+        raise ConfigError(
+            "role_model: a training run plays the models it trained per role (its config.json); drop "
+            "--model ROLE=NAME, or pass base models only"
+        )
+    for model in config.models:
+        check_model_backend(config.backend, model)

@@ -61,7 +61,8 @@ class RowSpec:
 def _model_label(config: EvalConfig) -> str:
     trained = config.adapters or (config.model if is_training_run(config.model) else None)
     if trained is None:
-        return config.model
+        per_role = ", ".join(f"{role}={model}" for role, model in config.role_model.items())
+        return f"{config.model} [{per_role}]" if per_role else config.model
     path = Path(trained)
     return path.parent.parent.name + "@" + path.name if path.parent.name == "checkpoints" else path.name
 
@@ -155,7 +156,7 @@ class PolicyBank:
         self.config = config
         self.checkpoint_path = self.checkpoint_of(config)
         self._trained: Any = None
-        self._base: Any = None
+        self._bases: dict[str, Any] = {}  # model -> its base policy
         self._oracle = OraclePolicy()
         self._random = RandomPolicy(seed=0)
         self._heuristic = HeuristicPolicy()
@@ -203,22 +204,30 @@ class PolicyBank:
     def base_model_name(self) -> str:
         return base_model_of(self.config)
 
-    def base(self) -> Any:
-        """The untrained base model as one shared policy (loaded once)."""
-        if self._base is None:
+    def base_model_for(self, role: str) -> str:
+        """The base model ``role`` plays on: ``--model ROLE=NAME`` / ``--model``, or the model a
+        training run trained for it."""
+        if self.checkpoint_path:
+            return self.trained().config.model_for(role)
+        return self.config.model_for(role)
+
+    def base(self, model: str | None = None) -> Any:
+        """The untrained base ``model`` (None: ``base_model_name``) as one shared policy, loaded once."""
+        model = model or self.base_model_name
+        if model not in self._bases:
             from trainers.backends import policy_factory
 
-            self._base = policy_factory(self.config, self.base_model_name)()  # EvalConfig is a BackendConfig
-        return self._base
+            self._bases[model] = policy_factory(self.config, model)()  # EvalConfig is a BackendConfig
+        return self._bases[model]
 
     def close(self) -> None:
         """Release the loaded models (``agents.team.close_policies``): an evaluation in a
         process that goes on (a notebook, a test) leaves no vLLM engine behind."""
-        policies = [self._base] if self._base is not None else []
+        policies = list(self._bases.values())
         if self._trained is not None:
             policies += [binding.policy for binding in self._trained.bindings.values()]
         close_policies(policies)
-        self._base = self._trained = None
+        self._bases, self._trained = {}, None
 
     # ------------------------------------------------------------------ binding
     def _binding(self, kind: str, role: str) -> RoleBinding:
@@ -237,7 +246,7 @@ class PolicyBank:
         if kind == "base" and self.checkpoint_path and self._trained_base_shares_weights():
             # LoRA runs: the trained policy with its adapters switched off is the base model.
             return RoleBinding(self.trained().binding(role).policy, None, None, prefix)
-        return RoleBinding(self.base(), None, None, prefix)
+        return RoleBinding(self.base(self.base_model_for(role)), None, None, prefix)
 
     def _trained_base_shares_weights(self) -> bool:
         binding = next(iter(self.trained().bindings.values()))
@@ -256,6 +265,9 @@ class PolicyBank:
         unknown = sorted(set(dict(spec.overrides)) - set(env.roles))
         if unknown:
             raise NotApplicable(f"roles {unknown} are not roles of this env team ({list(env.roles)})")
+        unknown = sorted(set(self.config.role_model) - set(env.roles))
+        if unknown and spec.variant == self.config.team:  # other variants play --model alone
+            raise NotApplicable(f"--model {unknown[0]}=...: not a role of this env team ({list(env.roles)})")
         if "oracle" in kinds.values() and not callable(getattr(env, "oracle_response", None)):
             raise NotApplicable(f"{type(env).__name__} has no exact solver (oracle_response)")
         return Team(env, {role: self._binding(kind, role) for role, kind in kinds.items()})
@@ -264,7 +276,8 @@ class PolicyBank:
     def identity(self) -> dict[str, Any]:
         """What the ``model`` and ``base`` policies are, for the results file."""
         if not self.checkpoint_path:
-            return {"model": base_model_identity(self.config.model)}
+            config = self.config
+            return {"model": base_model_identity(config.model), **_role_identities(config.role_model)}
         trained = self.trained()
         run = trained.config
         return {
@@ -276,4 +289,12 @@ class PolicyBank:
                 "trained": {k: getattr(run, k) for k in ("env", "team", "algo", "policy", "lora", "seed")},
             },
             "base": base_model_identity(run.model),
+            **_role_identities(run.role_model),
         }
+
+
+def _role_identities(role_model: dict[str, str]) -> dict[str, Any]:
+    """The per-role models' identities (``--model ROLE=NAME``), when there are any."""
+    if not role_model:
+        return {}
+    return {"role_models": {role: base_model_identity(model) for role, model in role_model.items()}}

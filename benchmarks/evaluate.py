@@ -336,6 +336,8 @@ def run_evaluation(config: EvalConfig, command: str | None = None) -> EvalResult
     bank = PolicyBank(config)
     if uses_model and (config.adapters or not bank.checkpoint_path):
         check_model_available(config.backend, config.model)
+        for role, model in config.role_model.items():
+            check_model_available(config.backend, model, role=role)
     check_writable_dir(config.output_dir, "--output-dir")
     out_dir = _out_dir(config)
     cells: list[Cell] = []

@@ -51,7 +51,9 @@ __all__ = [
     "check_at_least",
     "check_env_kwargs",
     "check_max_cycles",
+    "check_role_models",
     "check_role_values",
+    "PerRoleModels",
     "parse_role_policies",
 ]
 
@@ -181,8 +183,41 @@ class TeamFields(_Checked):
     An evaluation plays it in its main row (n/a for an env without it)."""
 
 
+def check_role_models(values: Any) -> None:
+    """Refuse per-role models (``role_model``) that are not a mapping of roles to model names."""
+    if not isinstance(values, Mapping):
+        raise ConfigError("role_model must map roles to models; pass e.g. --model executor=tiny-test")
+    for role, model in values.items():
+        if not isinstance(model, str) or not model.strip():
+            raise ConfigError(
+                f"role_model[{role!r}]={model!r} must be a model name; pass e.g. --model {role}=tiny-test"
+            )
+
+
+class PerRoleModels:
+    """What a config with ``model`` and ``role_model`` fields (``--model M --model ROLE=NAME``)
+    answers about its models; a mixin of ``ModelFields`` and the evaluation's config."""
+
+    model: str
+    role_model: dict
+
+    def model_for(self, role: str) -> str:
+        """The model that plays ``role`` (``--model ROLE=NAME``, else ``--model``)."""
+        return self.role_model.get(role, self.model)
+
+    @property
+    def model_flags(self) -> str:
+        """The ``--model`` flags that give the same models: ``--model M [--model ROLE=NAME ...]``."""
+        return " ".join([f"--model {self.model}", *(f"--model {r}={m}" for r, m in self.role_model.items())])
+
+    @property
+    def models(self) -> tuple[str, ...]:
+        """Every model this config names: ``--model`` first, then the per-role ones."""
+        return tuple(dict.fromkeys((self.model, *self.role_model.values())))
+
+
 @dataclass(frozen=True)
-class ModelFields(_Checked):
+class ModelFields(PerRoleModels, _Checked):
     # --- team ---
     model: str = DEFAULT_MODEL
     """Model: a built-in name (smollm2-135m-instruct, tiny-test), a local HF directory or a hub id."""
@@ -203,27 +238,7 @@ class ModelFields(_Checked):
         super().__post_init__()
         check_at_least(self, "lora_rank")
         check_at_least(self, "lora_alpha")
-        if not isinstance(self.role_model, Mapping):
-            raise ConfigError("role_model must map roles to models; pass e.g. --model executor=tiny-test")
-        for role, model in self.role_model.items():
-            if not isinstance(model, str) or not model.strip():
-                raise ConfigError(
-                    f"role_model[{role!r}]={model!r} must be a model name; pass e.g. --model {role}=tiny-test"
-                )
-
-    def model_for(self, role: str) -> str:
-        """The model that plays ``role`` (``--model ROLE=NAME``, else ``--model``)."""
-        return self.role_model.get(role, self.model)
-
-    @property
-    def model_flags(self) -> str:
-        """The ``--model`` flags that give the same models: ``--model M [--model ROLE=NAME ...]``."""
-        return " ".join([f"--model {self.model}", *(f"--model {r}={m}" for r, m in self.role_model.items())])
-
-    @property
-    def models(self) -> tuple[str, ...]:
-        """Every model this config names: ``--model`` first, then the per-role ones."""
-        return tuple(dict.fromkeys((self.model, *self.role_model.values())))
+        check_role_models(self.role_model)
 
 
 @dataclass(frozen=True)

@@ -521,3 +521,21 @@ def test_a_baseline_of_a_team_no_column_has_is_left_out(tmp_path):
     results = run_evaluation(config)
     assert results.rows == ["random mas", "mas (first=heuristic, second=random)"]  # no 'single' row
     assert results.cell(results.rows[1], "tictactoe").mean["win/first"] > 0.5
+
+
+def test_a_team_of_two_base_models_names_both_and_a_run_carries_its_own(tmp_path, trained_run, capsys):
+    two_models = ("--model", "tiny-test", "--model", "planner=smollm2-135m-instruct", "--baselines")
+    results = main(checkpoint_args(tmp_path, *two_models))
+    assert results.rows == ["tiny-test [planner=smollm2-135m-instruct] mas"]
+    models = json.loads((results.out_dir / "results.json").read_text())["models"]
+    assert models["model"]["name"] == "tiny-test"
+    assert models["role_models"]["planner"]["path"].endswith("smollm2-135m-instruct")
+    solver = main(
+        checkpoint_args(tmp_path, "--model", "solver=smollm2-135m-instruct", "--baselines", name="x")
+    )
+    assert "not a role of this env team" in solver.cell(solver.rows[0], TEST_ENV.split(":")[1]).skipped
+    with pytest.raises(SystemExit) as exit_info:
+        main(checkpoint_args(tmp_path, "--model", str(trained_run), "--model", "planner=tiny-test", name="y"))
+    assert (
+        exit_info.value.code == 2 and "a training run plays the models it trained" in capsys.readouterr().err
+    )
