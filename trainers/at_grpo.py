@@ -44,6 +44,7 @@ import json
 import sys
 import time
 from collections.abc import Mapping, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -79,6 +80,7 @@ from trainers.evaluation import (
     evaluation_request,
     held_out_line,
 )
+from trainers.opponent_pool import OpponentPool, check_opponent_pool
 from trainers.progress import RunProgress
 from trainers.records import RolloutBatch
 from trainers.rollout import role_sampling_for
@@ -222,6 +224,7 @@ def train(
     check_required_role(config, tuple(env.roles))  # envs that declare no TEAMS are checked here
     check_role_names(config, tuple(env.roles), config.team)
     check_fixed_roles(config, tuple(env.roles))
+    check_opponent_pool(config, env)
     check_models_available(config, tuple(env.roles))
     if config.init and not config.resume:
         try:
@@ -315,6 +318,7 @@ def _train(
             config.train_minutes, config.eval_every_minutes, trained_seconds(run_dir, start)
         )
         final = start
+        pool = OpponentPool(config, runtime, run_dir, start) if config.opponent_pool else None
         try:
             for step in range(start + 1, config.steps + 1):
                 if clock.spent():  # a resumed run whose budget ran out at its checkpoint
@@ -323,9 +327,13 @@ def _train(
                 def record_trees(batch: RolloutBatch, advantages: np.ndarray, step: int = step) -> None:
                     write_trees(run_dir, step, batch.samples, advantages, config.report_trees)
 
-                metrics, episodes = train_step(
-                    config, runtime, step, progress.phase, estimator_state, on_advantages=record_trees
-                )
+                with pool.seat(step) if pool else nullcontext({}) as pool_metrics:
+                    metrics, episodes = train_step(
+                        config, runtime, step, progress.phase, estimator_state, on_advantages=record_trees
+                    )
+                metrics.update(pool_metrics)
+                if pool:
+                    pool.after_step(step)
                 if config.save_episodes:
                     write_episodes(run_dir, step, episodes)
                 run.logger.log_step(step, metrics)

@@ -156,6 +156,12 @@ class TrainConfig(
     init: str | None = None
     """Start from the trained weights of this run dir or checkpoint: a warm start (python -m trainers.sft)
     or an earlier run; a --policy shared warm start can seed per-role adapters. Same --model needed."""
+    opponent_pool: int = 0
+    """Two-seat games: self-play against a pool of the last N snapshots of the trained weights (the
+    starting weights first): each step one seat plays a snapshot drawn from it, frozen (0: plain
+    self-play, the trained policy in both seats)."""
+    pool_every: int = 1
+    """--opponent-pool: add a snapshot to the pool every this many steps."""
 
     # --- runtime ---
     runtime: Literal["local", "ray"] = "local"
@@ -391,6 +397,8 @@ def _validate(config: TrainConfig) -> None:
     check_at_least(config, "train_minutes", 0)
     check_at_least(config, "eval_every_minutes", 0)
     check_at_least(config, "report_trees", 0)
+    check_at_least(config, "opponent_pool", 0)
+    check_at_least(config, "pool_every")
     for model in config.models:
         check_model_backend(config.backend, model)
     if config.temperature is not None and config.temperature <= 0:
