@@ -72,7 +72,8 @@ class EvalConfig(PerRoleModels, OutputFields, SamplingFields, ReplyFields, TeamF
     """Extra rows: random, oracle (scripted, main variant), single, mas (the model as that team)."""
     ladder: tuple[str, ...] = ()
     """Competitive two-seat games: a 'ladder' row where the model plays these opponents (random, heuristic,
-    oracle) in both seats, with win/draw/loss per opponent and Elo ratings (benchmarks.ladder)."""
+    oracle, base: the untrained model, pool: the snapshots of a run trained with --opponent-pool) in both
+    seats, with win/draw/loss per opponent and Elo ratings (benchmarks.ladder)."""
     response_prefix: str = "<answer>"
     """Start of each base-model reply, parsed with it, as in training (a checkpoint uses its run's)."""
 

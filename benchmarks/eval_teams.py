@@ -157,6 +157,7 @@ class PolicyBank:
         self.checkpoint_path = self.checkpoint_of(config)
         self._trained: Any = None
         self._bases: dict[str, Any] = {}  # model -> its base policy
+        self._pool: dict[str, RoleBinding] | None = None
         self._oracle = OraclePolicy()
         self._random = RandomPolicy(seed=0)
         self._heuristic = HeuristicPolicy()
@@ -220,14 +221,31 @@ class PolicyBank:
             self._bases[model] = policy_factory(self.config, model)()  # EvalConfig is a BackendConfig
         return self._bases[model]
 
+    def pool_opponents(self) -> dict[str, RoleBinding]:
+        """The evaluated run's opponent pool as ladder players (``trainers.opponent_pool``),
+        loaded once.
+
+        Raises:
+            ConfigError: ``--model`` names no training run, or one without a pool.
+        """
+        if self._pool is None:
+            if not self.checkpoint_path:
+                raise ConfigError(
+                    "ladder pool: --model names no training run; pass the run trained with --opponent-pool"
+                )
+            from trainers.opponent_pool import pool_opponents
+
+            self._pool = pool_opponents(self.trained())
+        return self._pool
+
     def close(self) -> None:
         """Release the loaded models (``agents.team.close_policies``): an evaluation in a
         process that goes on (a notebook, a test) leaves no vLLM engine behind."""
-        policies = list(self._bases.values())
+        policies = list(self._bases.values()) + [b.policy for b in (self._pool or {}).values()]
         if self._trained is not None:
             policies += [binding.policy for binding in self._trained.bindings.values()]
         close_policies(policies)
-        self._bases, self._trained = {}, None
+        self._bases, self._trained, self._pool = {}, None, None
 
     # ------------------------------------------------------------------ binding
     def _binding(self, kind: str, role: str) -> RoleBinding:

@@ -240,6 +240,9 @@ def _run_ladder_cell(
     model = bank.team(dataclasses.replace(spec, ladder=()), env).bindings[env.roles[0]]
     opponents = {}
     for kind in spec.ladder:
+        if kind == "pool":
+            opponents.update(bank.pool_opponents())
+            continue
         try:
             opponents[kind] = bank.team(RowSpec(kind, spec.variant, kind), env).bindings[env.roles[0]]
         except NotApplicable:  # e.g. no exact solver: that rung is left out

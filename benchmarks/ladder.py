@@ -2,9 +2,10 @@
 both seats, and Elo ratings over the ladder (``python -m benchmarks.evaluate --ladder``).
 
 For every held-out task of a seed the model plays each ladder opponent (``random``,
-``heuristic``, ``oracle``: ``agents.scripted``) twice, once in each seat, so every opening
-and deal is played both ways and the seat's edge cancels. The anchors also play each other
-the same way (a round robin of scripted players, cheap). Metrics of the cell (per seed):
+``heuristic``, ``oracle``: ``agents.scripted``; ``base``: the untrained base model; ``pool``:
+the snapshots of a run's opponent pool, ``pool@<step>``) twice, once in each seat, so every
+opening and deal is played both ways and the seat's edge cancels. The opponents also play each
+other the same way (a round robin). Metrics of the cell (per seed):
 
 * ``vs/<opponent>/win``, ``/draw``, ``/loss``: the model's rates over both seats, from the
   sign of its summed ``seat/outcome`` (a game cut off before its end counts as none);
@@ -27,7 +28,9 @@ from trainers.records import Episode
 
 __all__ = ["LADDER_OPPONENTS", "bradley_terry_elo", "ladder_metrics", "Play"]
 
-LADDER_OPPONENTS = ("random", "heuristic", "oracle")
+LADDER_OPPONENTS = ("random", "heuristic", "oracle", "base", "pool")
+"""Scripted players, the untrained base model, and ``pool``: every snapshot a run trained with
+``--opponent-pool`` kept (``pool@<step>``, frozen)."""
 ANCHOR = "random"  # rated 0
 
 Play = Callable[[Team], Sequence[Episode]]

@@ -35,7 +35,7 @@ from agents.team import RoleBinding, Team
 from trainers.errors import ConfigError
 from trainers.run.checkpoint import unit_tensors
 
-__all__ = ["POOL_DIR", "OpponentPool", "check_opponent_pool", "pool_snapshots"]
+__all__ = ["POOL_DIR", "OpponentPool", "check_opponent_pool", "pool_opponents", "pool_snapshots"]
 
 POOL_DIR = "pool"
 _SNAPSHOT = re.compile(r"step_(\d+)\.safetensors")
@@ -134,15 +134,7 @@ class OpponentPool:
 
     def _load(self, path: Path) -> None:
         """The snapshot's weights into the opponent's policy (and its engine, if served)."""
-        saved = load_file(str(path))
-        policy = self.opponent.policy
-        model = (policy.trainable if isinstance(policy, ServedPolicy) else policy).model
-        with torch.no_grad():
-            for name, parameter in model.named_parameters():
-                if name in saved:
-                    parameter.copy_(saved[name].to(parameter.device, parameter.dtype))
-        if isinstance(policy, ServedPolicy):
-            policy.sync_weights()
+        _copy_into(self.opponent.policy, load_file(str(path)))
 
 
 def _copy_policy(config: Any, binding: RoleBinding) -> Any:
@@ -154,3 +146,52 @@ def _copy_policy(config: Any, binding: RoleBinding) -> Any:
         return make(name="pool")
     lora = LoraSettings(r=config.lora_rank, alpha=config.lora_alpha)
     return make(adapters=(binding.adapter,), lora=lora, name="pool")
+
+
+def pool_opponents(trained: Any) -> dict[str, RoleBinding]:
+    """A trained run's pool as frozen players, ``"pool@<step>"`` -> binding, for the evaluation's
+    ladder (``benchmarks.evaluate --ladder pool``). ``trained``: its ``load_trained_team`` (the
+    snapshots go on copies of its policy: one policy with an adapter per snapshot for a LoRA
+    run, a copy of the model each for full weights).
+
+    Raises:
+        ConfigError: The run kept no pool (it trained without ``--opponent-pool``).
+    """
+    snapshots = pool_snapshots(trained.run_dir)
+    if not snapshots:
+        raise ConfigError(
+            f"ladder pool: run {trained.run_dir} has no pool/ (it trained without --opponent-pool); "
+            "drop pool from --ladder"
+        )
+    binding = next(iter(trained.bindings.values()))
+    config = trained.config
+    make = config.policy_factory(config.model)
+    players: dict[str, RoleBinding] = {}
+    if binding.adapter is None:  # full weights: a copy per snapshot
+        for step, path in snapshots.items():
+            policy = make(name=f"pool@{step}")
+            _copy_into(policy, load_file(str(path)))
+            players[f"pool@{step}"] = RoleBinding(policy, None, None, binding.response_prefix, trains=False)
+        return players
+    from agents.hf import LoraSettings
+
+    names = tuple(f"pool{step}" for step in snapshots)
+    lora = LoraSettings(r=config.lora_rank, alpha=config.lora_alpha)
+    policy = make(adapters=names, lora=lora, name="pool")
+    for name, path in zip(names, snapshots.values(), strict=True):
+        saved = load_file(str(path))
+        _copy_into(policy, {key.replace(f".{binding.adapter}.", f".{name}."): t for key, t in saved.items()})
+    for step, name in zip(snapshots, names, strict=True):
+        players[f"pool@{step}"] = RoleBinding(policy, name, None, binding.response_prefix, trains=False)
+    return players
+
+
+def _copy_into(policy: Any, saved: dict[str, torch.Tensor]) -> None:
+    """The tensors ``saved`` (parameter name -> tensor) into ``policy``'s model (its engine too)."""
+    model = (policy.trainable if isinstance(policy, ServedPolicy) else policy).model
+    with torch.no_grad():
+        for name, parameter in model.named_parameters():
+            if name in saved:
+                parameter.copy_(saved[name].to(parameter.device, parameter.dtype))
+    if isinstance(policy, ServedPolicy):
+        policy.sync_weights()

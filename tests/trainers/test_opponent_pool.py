@@ -70,3 +70,21 @@ def test_a_resumed_pool_run_repeats_the_uninterrupted_one(tmp_path):
 def test_pool_mistakes_name_the_fix(tmp_path, fields, message):
     with pytest.raises(ConfigError, match=message):
         train(tiny_config(tmp_path, **fields))
+
+
+def test_the_ladder_plays_the_runs_pool_and_the_untrained_model(tmp_path, capsys):
+    from benchmarks.evaluate import main
+
+    run = train(tiny_config(tmp_path, steps=2, **POOL)).run_dir
+    args = ["--env", "tictactoe", "--episodes", "2", "--seeds", "0", "--max-new-tokens", "2", "--baselines",
+            "--no-progress", "--output-dir", str(tmp_path / "eval")]  # fmt: skip
+    results = main([*args, "--model", str(run), "--ladder", "random", "base", "pool"])
+    (row,) = [r for r in results.rows if r.endswith("ladder")]
+    mean = results.cell(row, "tictactoe").mean
+    for player in ("random", "base", "pool@1", "pool@2"):  # the pool keeps 2: steps 1 and 2
+        assert 0.0 <= mean[f"vs/{player}/win"] <= 1.0 and f"elo/{player}" in mean
+    assert "vs/pool@0/win" not in mean
+    plain = train(tiny_config(tmp_path / "plain", steps=1, **dict(POOL, opponent_pool=0))).run_dir
+    with pytest.raises(SystemExit) as exit_info:
+        main([*args, "--model", str(plain), "--ladder", "pool"])
+    assert exit_info.value.code == 2 and "trained without --opponent-pool" in capsys.readouterr().err
