@@ -1,0 +1,34 @@
+"""The self-play benchmark (pool vs plain self-play at equal training time): one smoke run of
+both arms on the tiny model, the results file, a rerun that skips finished cells, and a rerun
+with another protocol refused."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from benchmarks import selfplay
+
+pytestmark = pytest.mark.memory(gb=1.5)
+
+
+def test_both_arms_train_for_the_same_minutes_and_a_rerun_resumes_the_file(tmp_path, capsys):
+    args = ["--model", "tiny-test", "--envs", "tictactoe", "--seeds", "0", "--minutes", "0.01", "--max-new-tokens",
+            "2", "--eval-tasks", "2", "--output-dir", str(tmp_path), "--no-progress"]  # fmt: skip
+    record = selfplay.main(args)
+    results = tmp_path / "pool-vs-selfplay.json"
+    assert json.loads(results.read_text()) == json.loads(json.dumps(record))
+    cells = {cell["arm"]: cell for cell in record["cells"]}
+    assert set(cells) == {"selfplay", "pool"} and all(c["steps"] >= 1 for c in cells.values())
+    for cell in cells.values():
+        assert {"vs/random/win", "vs/base/win", "elo/model"} <= set(cell["after"])
+    pool_steps = [json.loads(line) for line in open(f"{cells['pool']['run_dir']}/metrics.jsonl")]
+    assert all("pool/opponent_step" in step for step in pool_steps)
+    assert set(record["summary"]["tictactoe"]) == {"untrained", "selfplay", "pool", "pool - selfplay"}
+    capsys.readouterr()
+    selfplay.main(args)
+    assert capsys.readouterr().out.count("done (in") == 2  # nothing trained again
+    with pytest.raises(SystemExit):
+        selfplay.main([*args, "--pool", "8"])
+    assert "measured with --pool 4, not 8" in capsys.readouterr().err
