@@ -14,8 +14,8 @@ pytestmark = pytest.mark.memory(gb=1.5)
 
 
 def test_both_arms_train_for_the_same_minutes_and_a_rerun_resumes_the_file(tmp_path, capsys):
-    args = ["--model", "tiny-test", "--envs", "tictactoe", "--seeds", "0", "--minutes", "0.01", "--max-new-tokens",
-            "2", "--eval-tasks", "2", "--output-dir", str(tmp_path), "--no-progress"]  # fmt: skip
+    tiny = "--model tiny-test --envs tictactoe --seeds 0 --minutes 0.01 --max-new-tokens 2 --eval-tasks 2"
+    args = [*tiny.split(), "--no-progress", "--output-dir", str(tmp_path)]
     record = selfplay.main(args)
     results = tmp_path / "pool-vs-selfplay.json"
     assert json.loads(results.read_text()) == json.loads(json.dumps(record))
