@@ -357,6 +357,8 @@ def _train(
                         },
                         keep=config.keep_checkpoints,
                     )
+                    if pool:
+                        pool.prune()
                 if evaluating:
                     where = f"{config.eval_tasks} {config.eval_split} tasks"
                     progress.phase(f"step {step}: evaluating on {where}")

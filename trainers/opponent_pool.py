@@ -2,7 +2,8 @@
 for a policy that chases its own latest strategy round in circles.
 
 The run keeps the last N snapshots of its trained weights, one every ``--pool-every`` steps
-(the weights it starts from are the first), in ``<run dir>/pool/step_<S>.safetensors``. Each
+(the weights it starts from are the first), in ``<run dir>/pool/step_<S>.safetensors``
+(older ones are deleted at each checkpoint). Each
 training step plays one seat with the trained policy and the other with a snapshot drawn
 uniformly from the pool, loaded into a frozen copy of the policy (``pool``; its turns are
 recorded, never trained). The trained seat alternates with the step (odd steps: the first
@@ -103,7 +104,7 @@ class OpponentPool:
     def seat(self, step: int) -> Iterator[dict[str, float]]:
         """Step ``step`` plays the trained policy in one seat and a drawn snapshot in the other;
         yields the step's pool metrics. The self-play team is back afterwards (evaluations)."""
-        members = pool_snapshots(self.folder.parent)
+        members = self._members()
         rng = np.random.default_rng([self.seed, step])
         drawn = list(members)[int(rng.integers(len(members)))]
         self._load(members[drawn])
@@ -118,9 +119,22 @@ class OpponentPool:
             self.runtime.team = self.selfplay
 
     def after_step(self, step: int) -> None:
-        """Snapshot the updated weights every ``pool_every`` steps, keeping the newest ``size``."""
+        """Snapshot the updated weights every ``pool_every`` steps."""
         if step % self.every == 0:
             self._snapshot(step)
+
+    def prune(self) -> None:
+        """Delete the snapshots no later draw can pick (older than the newest ``size``). Called
+        after each checkpoint, not after each snapshot: a run resumed from that checkpoint
+        must find the pool its next step drew from."""
+        members = pool_snapshots(self.folder.parent)
+        for old in list(members)[: max(0, len(members) - self.size)]:
+            members[old].unlink()
+
+    def _members(self) -> dict[int, Path]:
+        """The pool a step draws from: the newest ``size`` snapshots."""
+        members = pool_snapshots(self.folder.parent)
+        return dict(list(members.items())[-self.size :])
 
     def _snapshot(self, step: int) -> None:
         self.folder.mkdir(parents=True, exist_ok=True)
@@ -128,9 +142,6 @@ class OpponentPool:
         tmp = self.folder / f".tmp-step_{step:06d}.safetensors"
         save_file(tensors, str(tmp))
         tmp.replace(self.folder / f"step_{step:06d}.safetensors")  # whole or absent
-        members = pool_snapshots(self.folder.parent)
-        for old in list(members)[: max(0, len(members) - self.size)]:
-            members[old].unlink()
 
     def _load(self, path: Path) -> None:
         """The snapshot's weights into the opponent's policy (and its engine, if served)."""

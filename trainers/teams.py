@@ -22,7 +22,7 @@ from typing import Any
 from agents.base import ServedPolicy
 from agents.hf import LoraSettings
 from agents.scripted import SCRIPTED_POLICIES, RandomPolicy
-from agents.team import RoleBinding, Team
+from agents.team import RoleBinding, Team, close_policies
 from trainers.config import frozen_roles, scripted_roles
 from trainers.errors import ConfigError
 
@@ -63,10 +63,12 @@ def frozen_binding(config: Any, role: str, run: str | None) -> RoleBinding:
         policy, adapter = config.policy_factory(config.model_for(role))(name=f"frozen-{role}"), None
     else:
         try:
-            trained = load_trained_team(source, backend_config=config).binding(role)
+            loaded = load_trained_team(source, backend_config=config)
+            trained = loaded.binding(role)
         except (FileNotFoundError, ValueError) as err:
             raise ConfigError(f"frozen: {role}={source}: {err}") from None
         policy, adapter = trained.policy, trained.adapter
+        close_policies(b.policy for b in loaded.bindings.values() if b.policy is not policy)  # engines
         policy.name = f"frozen-{role}"  # this copy only: loaded for this role alone
     return RoleBinding(policy, adapter, None, config.response_prefix, trains=False)
 
