@@ -161,12 +161,5 @@ def _validate(config: EvalConfig) -> None:
         {"split": "evaluation always uses 'test'", "team": "use --team", "difficulty": "use --difficulty"},
     )
     check_role_models(config.role_model)
-    from benchmarks.eval_teams import is_training_run
-
-    if config.role_model and (config.adapters is not None or is_training_run(config.model)):
-        raise ConfigError(
-            "role_model: a training run plays the models it trained per role (its config.json); drop "
-            "--model ROLE=NAME, or pass base models only"
-        )
     for model in config.models:
         check_model_backend(config.backend, model)

@@ -155,6 +155,11 @@ class PolicyBank:
     def __init__(self, config: EvalConfig) -> None:
         self.config = config
         self.checkpoint_path = self.checkpoint_of(config)
+        if config.role_model and self.checkpoint_path:
+            raise ConfigError(
+                "role_model: a training run plays the models it trained per role (its config.json); drop "
+                "--model ROLE=NAME, or pass base models only"
+            )
         self._trained: Any = None
         self._bases: dict[str, Any] = {}  # model -> its base policy
         self._pool: dict[str, RoleBinding] | None = None
@@ -222,7 +227,7 @@ class PolicyBank:
         return self._bases[model]
 
     def pool_opponents(self) -> dict[str, RoleBinding]:
-        """The evaluated run's opponent pool as ladder players (``trainers.opponent_pool``),
+        """The evaluated run's opponent pool as ladder players (``trainers.run.opponent_pool``),
         loaded once.
 
         Raises:
@@ -233,7 +238,7 @@ class PolicyBank:
                 raise ConfigError(
                     "ladder pool: --model names no training run; pass the run trained with --opponent-pool"
                 )
-            from trainers.opponent_pool import pool_opponents
+            from trainers.run.opponent_pool import pool_opponents
 
             self._pool = pool_opponents(self.trained())
         return self._pool

@@ -68,7 +68,6 @@ from trainers.config import (
     RESUMABLE_OVERRIDES,
     ConfigError,
     TrainConfig,
-    check_fixed_roles,
     check_required_role,
     check_role_names,
     resolve_config,
@@ -80,7 +79,6 @@ from trainers.evaluation import (
     evaluation_request,
     held_out_line,
 )
-from trainers.opponent_pool import OpponentPool, check_opponent_pool
 from trainers.progress import RunProgress
 from trainers.records import RolloutBatch
 from trainers.rollout import role_sampling_for
@@ -89,6 +87,8 @@ from trainers.run.episodes import write_episodes
 from trainers.run.files import trained_seconds
 from trainers.run.init_weights import init_checkpoint
 from trainers.run.lifecycle import Run, run_files_lines
+from trainers.run.opponent_pool import OpponentPool, check_opponent_pool
+from trainers.run.trained_team import check_fixed_roles
 from trainers.run.trees import write_trees
 from trainers.runtime import Runtime, WorkerLost, make_runtime
 from trainers.runtime.peak_memory import PEAK_PREFIX

@@ -533,21 +533,6 @@ def check_scripted_roles(
         )
 
 
-def check_fixed_roles(config: Any, roles: Sequence[str]) -> None:
-    """The scripted and frozen roles fit the team (``check_scripted_roles``) and every
-    ``--frozen ROLE=RUN`` names a run with a checkpoint (before any model loads)."""
-    from trainers.run.checkpoint import find_checkpoint
-
-    frozen = frozen_roles(config.frozen)
-    check_scripted_roles(scripted_roles(config.roles), roles, frozen)
-    for role, run in frozen.items():
-        if run is not None:
-            try:
-                find_checkpoint(run)
-            except FileNotFoundError as err:
-                raise ConfigError(f"frozen: {role}={run}: {err}") from None
-
-
 def check_role_names(config: Any, roles: tuple[str, ...], team: str) -> None:
     """Refuse per-role values (``role_temperature``, ``role_max_new_tokens``, ``role_model``) for
     roles that ``team`` (its roles: ``roles``) does not have (a typo would otherwise change

@@ -17,6 +17,7 @@ The team a training run trained, with its checkpoint's weights loaded, is
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from agents.base import ServedPolicy
@@ -33,12 +34,14 @@ __all__ = [
 ]
 
 
-def build_team(config: Any, env: Any) -> Team:
+def build_team(config: Any, env: Any, load_run: Callable[[str], Any] | None = None) -> Team:
     """The trainable team ``config.policy`` / ``config.lora`` describe, each role on its model
     (``config.model_for``; ``config``: a ``trainers.config.TrainConfig`` or
     ``trainers.sft_config.SFTConfig``; its ``policy_factory(model)`` builds the backend's
     policies), with the roles ``config.roles`` names played by scripted policies (a game's
-    fixed opponent) and those ``config.frozen`` names by frozen copies (``frozen_binding``)."""
+    fixed opponent) and those ``config.frozen`` names by frozen copies (``frozen_binding``;
+    ``load_run(path)`` loads a run's trained team for them: ``trainers.run.trained_team``'s
+    ``build_run_team`` passes it)."""
     frozen = frozen_roles(getattr(config, "frozen", ()))
     scripted = scripted_roles(getattr(config, "roles", ()))
     bindings = _model_bindings_by_model(config, [role for role in env.roles if role not in frozen])
@@ -48,28 +51,33 @@ def build_team(config: Any, env: Any) -> Team:
         return cls(seed=config.seed) if cls is RandomPolicy else cls()
 
     bindings.update({role: RoleBinding(make(kind)) for role, kind in scripted.items()})
-    bindings.update({role: frozen_binding(config, role, run) for role, run in frozen.items()})
+    bindings.update({role: frozen_binding(config, role, run, load_run) for role, run in frozen.items()})
     return Team(env, {role: bindings[role] for role in env.roles})
 
 
-def frozen_binding(config: Any, role: str, run: str | None) -> RoleBinding:
+def frozen_binding(
+    config: Any, role: str, run: str | None, load_run: Callable[[str], Any] | None
+) -> RoleBinding:
     """``role`` played by weights that never train: those run ``run`` (a run dir or checkpoint)
     trained for it, else ``--init``'s, else its base model. The policy is a copy of its own,
     named ``frozen-<role>``, so the learner never routes its turns to a trained unit."""
-    from trainers.run.trained_team import load_trained_team  # it builds teams with this module
-
     source = run or getattr(config, "init", None)
     if source is None:
         policy, adapter = config.policy_factory(config.model_for(role))(name=f"frozen-{role}"), None
-    else:
-        try:
-            loaded = load_trained_team(source, backend_config=config)
-            trained = loaded.binding(role)
-        except (FileNotFoundError, ValueError) as err:
-            raise ConfigError(f"frozen: {role}={source}: {err}") from None
-        policy, adapter = trained.policy, trained.adapter
-        close_policies(b.policy for b in loaded.bindings.values() if b.policy is not policy)  # engines
-        policy.name = f"frozen-{role}"  # this copy only: loaded for this role alone
+        return RoleBinding(policy, adapter, None, config.response_prefix, trains=False)
+    if load_run is None:
+        raise ConfigError(
+            f"frozen: {role} plays the weights of {source}: build the team with "
+            "trainers.run.trained_team.build_run_team, which loads them"
+        )
+    try:
+        loaded = load_run(source)
+        trained = loaded.binding(role)
+    except (FileNotFoundError, ValueError) as err:
+        raise ConfigError(f"frozen: {role}={source}: {err}") from None
+    policy, adapter = trained.policy, trained.adapter
+    close_policies(b.policy for b in loaded.bindings.values() if b.policy is not policy)  # engines
+    policy.name = f"frozen-{role}"  # this copy only: loaded for this role alone
     return RoleBinding(policy, adapter, None, config.response_prefix, trains=False)
 
 

@@ -18,8 +18,7 @@ from trainers.learner import Learner, LearnerConfig
 from trainers.records import TaskKey
 from trainers.rollout import tree_rollout
 from trainers.run.checkpoint import list_checkpoints
-from trainers.run.trained_team import load_trained_team
-from trainers.teams import build_team
+from trainers.run.trained_team import build_run_team, load_trained_team
 
 pytestmark = pytest.mark.memory(gb=1.5)
 
@@ -39,7 +38,7 @@ def test_updates_move_the_trained_role_and_never_the_frozen_one(warm):
     config = TrainConfig(
         env=EVEN_TEAM_ID, model="tiny-test", response_prefix="", frozen=(f"follower={warm}",)
     )
-    team = build_team(config, env)
+    team = build_run_team(config, env)
     executor, planner = team.binding("follower"), team.binding("leader")
     assert not executor.trains and executor.policy.name == "frozen-follower" and executor.adapter == "shared"
     assert executor.policy is not planner.policy

@@ -11,9 +11,9 @@ from safetensors.torch import load_file
 from tests.trainers.at_grpo_runs import tiny_config, without_timings
 from trainers.at_grpo import train
 from trainers.config import ConfigError
-from trainers.opponent_pool import pool_snapshots
 from trainers.run.checkpoint import list_checkpoints
 from trainers.run.files import read_jsonl
+from trainers.run.opponent_pool import pool_snapshots
 
 pytestmark = pytest.mark.memory(gb=1.5)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -13,13 +13,14 @@ from typing import Any
 from agents.team import RoleBinding
 from trainers.backends import BackendConfig
 from trainers.cli import config_from_dict
-from trainers.config import TrainConfig
+from trainers.config import TrainConfig, check_scripted_roles, frozen_roles, scripted_roles
+from trainers.errors import ConfigError
 from trainers.learner import Learner
 from trainers.run.checkpoint import find_checkpoint, load_weights
 from trainers.sft_config import SFTConfig, as_train_config, is_sft_config
 from trainers.teams import build_team, sync_served_weights
 
-__all__ = ["TrainedTeam", "load_trained_team"]
+__all__ = ["TrainedTeam", "build_run_team", "check_fixed_roles", "load_trained_team"]
 
 
 @dataclass(frozen=True)
@@ -81,8 +82,27 @@ def load_trained_team(path: str | Path, *, backend_config: BackendConfig | None 
         overrides = {f.name: getattr(backend_config, f.name) for f in dataclasses.fields(BackendConfig)}
         overrides["device"] = backend_config.device or config.device
     config = dataclasses.replace(config, resume=None, **overrides)
-    team = build_team(config, config.env_setup.make())
+    team = build_run_team(config, config.env_setup.make())
     load_weights(checkpoint, Learner(team))  # the learner only names the trained parameters
     sync_served_weights(team)
     step = int(json.loads((checkpoint / "state.json").read_text())["step"])
     return TrainedTeam(config, run_dir, checkpoint, step, dict(team.bindings))
+
+
+def build_run_team(config: Any, env: Any) -> Any:
+    """``trainers.teams.build_team`` with its frozen roles' weights loaded from the runs they
+    name (``--frozen ROLE=RUN``, or ``--init``'s)."""
+    return build_team(config, env, load_run=lambda path: load_trained_team(path, backend_config=config))
+
+
+def check_fixed_roles(config: Any, roles: Sequence[str]) -> None:
+    """The scripted and frozen roles fit the team (``check_scripted_roles``) and every
+    ``--frozen ROLE=RUN`` names a run with a checkpoint (before any model loads)."""
+    frozen = frozen_roles(config.frozen)
+    check_scripted_roles(scripted_roles(config.roles), roles, frozen)
+    for role, run in frozen.items():
+        if run is not None:
+            try:
+                find_checkpoint(run)
+            except FileNotFoundError as err:
+                raise ConfigError(f"frozen: {role}={run}: {err}") from None

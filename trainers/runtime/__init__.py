@@ -28,10 +28,10 @@ from __future__ import annotations
 from typing import Any
 
 from trainers.learner import Learner
+from trainers.run.trained_team import build_run_team
 from trainers.runtime.base import Runtime, StaleWeightsError, WorkerLost
 from trainers.runtime.local import LocalRuntime
 from trainers.runtime.ray import RayRuntime
-from trainers.teams import build_team
 
 __all__ = ["Runtime", "LocalRuntime", "StaleWeightsError", "WorkerLost", "make_runtime"]
 
@@ -41,5 +41,5 @@ def make_runtime(config: Any, env: Any) -> Runtime:
     and ``env`` (the run's env, checked): local builds the team and learner here."""
     if getattr(config, "runtime", "local") == "ray":
         return RayRuntime(config)  # Ray itself is imported only now
-    team = build_team(config, env)
+    team = build_run_team(config, env)
     return LocalRuntime(team, Learner(team, config.learner_config()), owns_team=True)

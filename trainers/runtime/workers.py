@@ -39,9 +39,9 @@ from trainers.learner import DataParallel, Learner
 from trainers.records import RolloutBatch
 from trainers.rollout import RolloutRequest, play
 from trainers.run.checkpoint import unit_tensors
+from trainers.run.trained_team import build_run_team
 from trainers.runtime.base import LearnerVerbs
 from trainers.seeding import seed_everything
-from trainers.teams import build_team
 
 __all__ = [
     "EngineServer",
@@ -126,7 +126,7 @@ def _build(config: Any, threads: int | None) -> tuple[Any, Team]:
         torch.set_num_threads(threads or config.threads)
     seed_everything(config.seed)
     env = config.env_setup.make()
-    return env, build_team(config, env)
+    return env, build_run_team(config, env)
 
 
 def _trained_parameters(team: Team) -> dict[str, Any]:
