@@ -71,7 +71,7 @@ def _within(name: str, package: str) -> bool:
 
 def test_the_graph_is_read(graph):
     # the reader works: a few imports every version of the code has
-    assert graph.has_edge("trainers.at_grpo", "trainers.rollout")
+    assert graph.has_edge("trainers.runtime.step", "trainers.rollout")
     assert graph.has_edge("trainers.runtime.ray", "trainers.runtime.workers")
     assert graph.has_edge("envs.sandbox.session", "envs.sandbox.jobs")  # a relative import
     assert graph.number_of_edges() > 300

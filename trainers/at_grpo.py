@@ -52,7 +52,6 @@ from typing import Any
 import numpy as np
 
 import envs
-from agents.base import SamplingParams
 from agents.threads import choose_threads
 from trainers.advantages import ADVANTAGE_ESTIMATORS
 from trainers.backends import (
@@ -73,15 +72,9 @@ from trainers.config import (
     resolve_config,
 )
 from trainers.errors import run_command
-from trainers.evaluation import (
-    EvalResult,
-    eval_result,
-    evaluation_request,
-    held_out_line,
-)
+from trainers.evaluation import held_out_line
 from trainers.progress import RunProgress
 from trainers.records import RolloutBatch
-from trainers.rollout import role_sampling_for
 from trainers.run.dirs import check_writable_dir, load_saved_config
 from trainers.run.episodes import write_episodes
 from trainers.run.files import trained_seconds
@@ -91,6 +84,7 @@ from trainers.run.opponent_pool import OpponentPool, check_opponent_pool
 from trainers.run.trained_team import check_fixed_roles
 from trainers.run.trees import write_trees
 from trainers.runtime import Runtime, WorkerLost, make_runtime
+from trainers.runtime.evaluate import eval_line, evaluate, evaluate_unless_unchanged, plays_test
 from trainers.runtime.peak_memory import PEAK_PREFIX
 from trainers.runtime.step import train_step
 
@@ -138,69 +132,11 @@ def load_run_config(run_dir: str | Path, overrides: Mapping[str, Any] | None = N
 
 
 # ---------------------------------------------------------------------------- the run
-def _evaluate(
-    config: TrainConfig, runtime: Runtime, run: Run, step: int, *, test: bool = False
-) -> dict[str, float]:
-    """The in-run evaluation (``eval_tasks`` of ``eval_split``), or with ``test`` the held-out
-    test evaluation (``test_tasks`` of the protocol's block, logged to test.jsonl)."""
-    sampling = SamplingParams(
-        temperature=config.eval_temperature, max_new_tokens=config.max_new_tokens, stop=config.stop
-    )
-    request = evaluation_request(
-        config.env,
-        num_tasks=config.test_tasks if test else config.eval_tasks,
-        sampling=sampling,
-        env_kwargs=config.env_setup.make_kwargs,
-        split="test" if test else config.eval_split,
-        # per-role reply lengths; evaluations keep --eval-temperature for every role
-        role_sampling=role_sampling_for(sampling, {}, config.role_max_new_tokens),
-    )
-    result: EvalResult = eval_result(runtime.collect(request))
-    if test:
-        metrics = {**result.metrics, "first_task_seed": request.tasks[0].seed}
-        run.log_test(step, metrics)
-        return metrics
-    run.log_eval(step, result.metrics, result.episodes, transcripts=config.transcripts)
-    return result.metrics
-
-
-def _evaluate_unless_unchanged(
-    config: TrainConfig, runtime: Runtime, run: Run, step: int, *, test: bool = False
-) -> dict[str, float]:
-    """``_evaluate``, except when no update since the latest earlier evaluation changed the
-    weights (every unit skipped every step: zero-variance groups) and the evaluation is greedy:
-    then it would play the same tasks with the same weights and repeat that evaluation exactly,
-    so that one is logged again for this step, marked ``same_weights_as_step`` (a run stuck at
-    zero variance saves its evaluations: with a tool team's programs, most of its wall time)."""
-    done = run.tests if test else run.evals
-    earlier = [k for k in done if k < step]
-    if earlier and config.eval_temperature == 0 and run.last_update(step) <= max(earlier):
-        prior = done[max(earlier)]
-        metrics = {k: v for k, v in prior.items() if k != "step"}
-        metrics["same_weights_as_step"] = prior.get("same_weights_as_step", prior["step"])
-        if test:
-            run.log_test(step, metrics)
-        else:
-            run.repeat_eval(step, prior["step"], metrics)
-        return metrics
-    return _evaluate(config, runtime, run, step, test=test)
-
-
-def plays_test(config: TrainConfig) -> bool:
-    """Whether the run plays a separate held-out test evaluation before and after training."""
-    return bool(config.test_tasks) and config.eval_split != "test"
-
-
 def _train_line(step: int, metrics: Mapping[str, float]) -> str:
     """The progress display's summary of one training step."""
     rewards = [v for k, v in metrics.items() if k.startswith("reward/")]
     reward = f"reward {np.mean(rewards):.3f}  " if rewards else ""
     return f"step {step}: {reward}success {metrics['success']:.2f}  invalid {metrics['invalid_rate']:.2f}"
-
-
-def _eval_line(step: int, metrics: Mapping[str, float], split: str) -> str:
-    """The progress display's summary of the latest in-run evaluation."""
-    return f"{split} (step {step}): success {metrics['success']:.2f}  invalid {metrics['invalid_rate']:.2f}"
 
 
 def train(
@@ -300,19 +236,19 @@ def _train(
             before = initial_in_run
         if before is None:
             progress.phase(f"evaluating on {config.eval_tasks} {config.eval_split} tasks (step 0)")
-            before = _evaluate(config, runtime, run, 0)
+            before = evaluate(config, runtime, run, 0)
         if plays_test(config) and 0 not in tests:
             if initial_test is not None:
                 run.log_test(0, initial_test)
             else:
                 progress.phase(f"evaluating on {config.test_tasks} held-out test tasks (step 0)")
-                _evaluate(config, runtime, run, 0, test=True)
+                evaluate(config, runtime, run, 0, test=True)
         if saved.get("evaluation_due") and start not in evals:  # stopped during that evaluation
             progress.phase(f"step {start}: evaluating on {config.eval_tasks} {config.eval_split} tasks")
-            evals[start] = _evaluate_unless_unchanged(config, runtime, run, start)
+            evals[start] = evaluate_unless_unchanged(config, runtime, run, start)
         last_eval = max(evals) if evals else 0
         after = evals[last_eval] if evals else before  # a resumed run's latest evaluation
-        eval_text, train_text = _eval_line(last_eval, after, config.eval_split), ""
+        eval_text, train_text = eval_line(last_eval, after, config.eval_split), ""
         progress.show(eval_text)
         clock = TrainingClock(
             config.train_minutes, config.eval_every_minutes, trained_seconds(run_dir, start)
@@ -362,8 +298,8 @@ def _train(
                 if evaluating:
                     where = f"{config.eval_tasks} {config.eval_split} tasks"
                     progress.phase(f"step {step}: evaluating on {where}")
-                    after = _evaluate_unless_unchanged(config, runtime, run, step)  # redraws the plots
-                    eval_text = _eval_line(step, after, config.eval_split)
+                    after = evaluate_unless_unchanged(config, runtime, run, step)  # redraws the plots
+                    eval_text = eval_line(step, after, config.eval_split)
                     progress.show(f"{train_text} | {eval_text}")
                 progress.advance()
                 final = step
@@ -371,10 +307,10 @@ def _train(
                     break
             if run.needs_final_evaluation(final):  # a resume that asked for no new step
                 progress.phase(f"step {final}: evaluating on {config.eval_tasks} {config.eval_split} tasks")
-                after = _evaluate(config, runtime, run, final)
+                after = evaluate(config, runtime, run, final)
             if plays_test(config) and final not in tests:  # after the last step's checkpoint
                 progress.phase(f"step {final}: evaluating on {config.test_tasks} held-out test tasks")
-                _evaluate_unless_unchanged(config, runtime, run, final, test=True)
+                evaluate_unless_unchanged(config, runtime, run, final, test=True)
             progress.phase("done")
         except WorkerLost as err:
             progress.close()

@@ -201,19 +201,19 @@ def test_ending_a_run_early_at_its_last_checkpoint_evaluates_those_weights(tmp_p
 def test_stopping_an_evaluation_keeps_its_step_and_the_resume_plays_it_first(tmp_path, monkeypatch):
     import trainers.at_grpo as at_grpo
 
-    real = at_grpo._evaluate_unless_unchanged
+    real = at_grpo.evaluate_unless_unchanged
 
     def interrupt_step_2s_evaluation(config, runtime, run, step, test=False):
         if step == 2:  # a tool team's evaluation can run for many minutes
             raise KeyboardInterrupt
         return real(config, runtime, run, step, test=test)
 
-    monkeypatch.setattr(at_grpo, "_evaluate_unless_unchanged", interrupt_step_2s_evaluation)
+    monkeypatch.setattr(at_grpo, "evaluate_unless_unchanged", interrupt_step_2s_evaluation)
     config = tiny_config(tmp_path, steps=4, eval_every=2, checkpoint_every=2, test_tasks=0)
     with pytest.raises(KeyboardInterrupt):
         at_grpo.train(config)
     assert (tmp_path / "run" / "checkpoints" / "step_000002").is_dir()  # saved before evaluating
-    monkeypatch.setattr(at_grpo, "_evaluate_unless_unchanged", real)
+    monkeypatch.setattr(at_grpo, "evaluate_unless_unchanged", real)
     overrides = {"resume": str(tmp_path / "run"), "progress": False}
     summary = at_grpo.train(load_run_config(tmp_path / "run", overrides))
     assert [r["step"] for r in read_jsonl(summary.run_dir / "metrics.jsonl")] == [1, 2, 3, 4]

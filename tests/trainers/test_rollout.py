@@ -311,10 +311,10 @@ def test_training_evaluation_and_benchmarks_build_the_same_env(monkeypatch, tmp_
     column for that env call envs.make with the same arguments (the split aside)."""
     from benchmarks.eval_config import EvalConfig
     from benchmarks.evaluate import run_evaluation
-    from trainers.at_grpo import _evaluate
     from trainers.config import TrainConfig, resolve_config
     from trainers.rollout import rollout_for_step, training_sampling
     from trainers.runtime import LocalRuntime
+    from trainers.runtime.evaluate import evaluate
 
     made: dict[str, list[tuple]] = defaultdict(list)
     source = ["?"]
@@ -338,7 +338,7 @@ def test_training_evaluation_and_benchmarks_build_the_same_env(monkeypatch, tmp_
     source[0] = "training rollout"
     rollout_for_step(config, team, 1, training_sampling(config))
     source[0] = "evaluation"
-    _evaluate(config, LocalRuntime(team, learner=None), Logger(), 0)
+    evaluate(config, LocalRuntime(team, learner=None), Logger(), 0)
     source[0] = "benchmark"
     run_evaluation(
         EvalConfig(
