@@ -159,7 +159,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("-K", "--num-generations", type=int, default=None, help="default: the env preset's")
     parser.add_argument("--lr", type=float, default=None, help="default: the env preset's")
     parser.add_argument("--max-new-tokens", type=int, default=None, help="default: the env preset's")
-    parser.add_argument("--eval-tasks", type=int, default=64, help="held-out test tasks per evaluation")
+    parser.add_argument(
+        "--eval-tasks",
+        type=int,
+        default=256,
+        help="held-out test tasks per evaluation (each played in both seats against each opponent)",
+    )
     parser.add_argument("--output-dir", default="runs/selfplay")
     parser.add_argument("--run-name", default="pool-vs-selfplay", help="a rerun with the same name resumes")
     parser.add_argument(
