@@ -20,11 +20,12 @@ from trainers.evaluation import episode_metrics, node_zero_variance, sample_metr
 from trainers.records import Episode, RolloutBatch
 from trainers.rollout import step_request, training_sampling
 from trainers.runtime import Runtime
+from trainers.runtime.machine_load import MACHINE_PREFIX, MachineLoad
 from trainers.runtime.peak_memory import PhasePeaks
 
 __all__ = ["LEARNER_KEYS", "MACHINE_METRICS", "train_step"]
 
-MACHINE_METRICS = ("time/", "tokens_per_s", "memory/")
+MACHINE_METRICS = ("time/", "tokens_per_s", "memory/", MACHINE_PREFIX)
 """Prefixes of the step metrics that depend on the machine and its load, not on the run:
 two runs of one config (a resumed one, a Ray one) log the same values for every other key."""
 
@@ -79,7 +80,7 @@ def train_step(
     in place; the caller saves it in checkpoints. ``on_advantages(batch, advantages)`` sees
     the rollouts and their advantages before the update (the run records trees with it)."""
     started = time.perf_counter()
-    peaks = PhasePeaks()
+    peaks, load = PhasePeaks(), MachineLoad()
     phase(f"step {step}: rolling out {config.tasks_per_step} tasks x K={config.num_generations}")
     batch = runtime.collect(step_request(config, step, training_sampling(config)))
     peaks.end("rollout")
@@ -122,6 +123,7 @@ def train_step(
         **({"time/sync": sync_seconds} if runtime.serves_copies else {}),
         "time/step": done - started,
         **peaks.metrics(),
+        **load.metrics(),
     }
     return metrics, batch.episodes
 

@@ -1,0 +1,35 @@
+"""The step's machine readings (``machine/*``): what they contain and that they add up."""
+
+from __future__ import annotations
+
+import sys
+import time
+
+import pytest
+
+from trainers.runtime.machine_load import MACHINE_PREFIX, MachineLoad
+
+
+def _busy(seconds: float) -> None:
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        sum(i * i for i in range(1000))
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/stat")
+def test_a_busy_step_is_seen_busy_and_the_shares_add_up():
+    load = MachineLoad()
+    _busy(0.3)  # 30 clock ticks at Linux's usual 100 Hz
+    metrics = load.metrics()
+    shares = [metrics[f"{MACHINE_PREFIX}cpu_{k}"] for k in ("user", "system", "iowait", "idle", "steal")]
+    assert sum(shares) == pytest.approx(1.0, abs=0.01)
+    assert all(0 <= s <= 1 for s in shares)
+    # one busy thread: this process had some of the CPUs (how much depends on what else runs)
+    assert metrics[f"{MACHINE_PREFIX}process_cpu_share"] > 0.02
+    assert metrics[f"{MACHINE_PREFIX}major_faults"] >= 0
+
+
+def test_a_sleeping_step_used_almost_no_cpu_of_its_own():
+    load = MachineLoad()
+    time.sleep(0.3)
+    assert load.metrics()[f"{MACHINE_PREFIX}process_cpu_share"] < 0.05
