@@ -133,6 +133,7 @@ def run_arm(
     from trainers.at_grpo import load_run_config, train
     from trainers.run.checkpoint import latest_checkpoint
     from trainers.run.files import TEST_FILE, read_jsonl
+    from trainers.runtime.machine_load import MACHINE_PREFIX
 
     algo, team, multiplier = ARMS[name]
     config = dataclasses.replace(
@@ -195,6 +196,12 @@ def run_arm(
         "phases": {
             p: float(np.sum([r.get(p, 0.0) for r in steps]))
             for p in ("time/generate", "time/env", "time/learner", "time/step")
+        },
+        # the machine's speed while this cell trained: equal wall time is only fair at equal speed
+        "tokens_per_s": float(np.mean([r["tokens_per_s"] for r in steps])),
+        "machine": {
+            k: float(np.mean([r[k] for r in steps if k in r]))
+            for k in dict.fromkeys(k for r in steps for k in r if k.startswith(MACHINE_PREFIX))
         },
         "run_dir": str(summary.run_dir),
         **({"warm_start_check": check} if check is not None else {}),

@@ -89,6 +89,10 @@ def summarise(
             "train_min": float(np.mean([r["phases"]["time/step"] for r in mine])) / 60,
             "wall_min": float(np.mean([r["wall_s"] for r in mine])) / 60,
             "phases_min": {p: float(np.mean([r["phases"][p] for r in mine])) / 60 for p in mine[0]["phases"]},
+            # the machine's speed as the arm trained (runs recorded before it: None)
+            "tokens_per_s": float(np.mean([r["tokens_per_s"] for r in mine]))
+            if all("tokens_per_s" in r for r in mine)
+            else None,
         }
     return out
 
@@ -168,6 +172,7 @@ def print_report(
         "train min",
         "gen",
         "learn",
+        "tok/s",
     ]
     rows = [
         [
@@ -182,6 +187,7 @@ def print_report(
             f"{arm['train_min']:.1f}",
             f"{arm['phases_min']['time/generate']:.1f}",
             f"{arm['phases_min']['time/learner']:.1f}",
+            "-" if arm.get("tokens_per_s") is None else f"{arm['tokens_per_s']:.1f}",
         ]
         for name, arm in summary.items()
     ]
@@ -205,7 +211,9 @@ def print_report(
         if first in summary and other in summary:
             print(comparison_line(summary, first, other))
     print(
-        "train min: the arm's training steps (rollout + update), evaluations excluded; gen / learn: its parts"
+        "train min: the arm's training steps (rollout + update), evaluations excluded; gen / learn: its "
+        "parts; tok/s: tokens generated per second of generation, the machine's speed as the arm trained "
+        "(equal wall time is a fair budget only where the arms' tok/s agree)"
     )
     if args.general:
         print(

@@ -65,3 +65,12 @@ def test_minute_curve_keeps_only_the_marks_every_run_reached():
     short = record("a", 0, 0.2, 0.4, 6.0)  # evaluated at 0, 3 and 6 minutes
     long = record("a", 1, 0.2, 0.6, 12.0)  # at 0, 6 and 12
     assert sorted(minute_curve([short, long], 5.0)) == [0.0, 5.0]
+
+
+def test_the_machines_speed_per_arm_is_its_runs_mean_tokens_per_s_and_absent_for_old_records():
+    fast, slow = record("a", 0, 0.2, 0.3, 10.0), record("a", 1, 0.2, 0.3, 10.0)
+    fast["tokens_per_s"], slow["tokens_per_s"] = 20.0, 10.0  # the same work on a slower machine
+    old = record("b", 0, 0.2, 0.3, 10.0)  # recorded before the reading existed
+    summary = summarise([fast, slow, old], {"a": "single", "b": "single"})
+    assert summary["a"]["tokens_per_s"] == pytest.approx(15.0)
+    assert summary["b"]["tokens_per_s"] is None
