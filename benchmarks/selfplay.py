@@ -198,9 +198,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                     continue
                 run_dir, steps = _train(args, env, arm, seed)
                 after = _evaluate(args, env, str(run_dir), f"{env}-{arm}-seed{seed}")
-                trained = sum(r["time/step"] for r in map(json.loads, (run_dir / "metrics.jsonl").open()))
+                logged = [json.loads(line) for line in (run_dir / "metrics.jsonl").open()]
+                trained = sum(r["time/step"] for r in logged)
+                # the machine's speed as the cell trained: equal minutes are a fair budget at equal speed
+                speed = float(np.mean([r["tokens_per_s"] for r in logged]))
                 cell = {"env": env, "arm": arm, "seed": seed, "steps": steps, "train_minutes": trained / 60,
-                        "after": after, "run_dir": str(run_dir)}  # fmt: skip
+                        "tokens_per_s": speed, "after": after, "run_dir": str(run_dir)}  # fmt: skip
                 record["cells"].append(cell)
                 write_record(results, record)  # a finished cell is never run again
     record["summary"] = summarise(record)

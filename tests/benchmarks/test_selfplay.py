@@ -21,6 +21,7 @@ def test_both_arms_train_for_the_same_minutes_and_a_rerun_resumes_the_file(tmp_p
     assert json.loads(results.read_text()) == json.loads(json.dumps(record))
     cells = {cell["arm"]: cell for cell in record["cells"]}
     assert set(cells) == {"selfplay", "pool"} and all(c["steps"] >= 1 for c in cells.values())
+    assert all(c["tokens_per_s"] > 0 for c in cells.values())  # the machine's speed as each trained
     for cell in cells.values():
         assert {"vs/random/win", "vs/base/win", "elo/model"} <= set(cell["after"])
     pool_steps = [json.loads(line) for line in open(f"{cells['pool']['run_dir']}/metrics.jsonl")]
