@@ -72,7 +72,7 @@ from trainers.config import (
     resolve_config,
 )
 from trainers.errors import run_command
-from trainers.evaluation import held_out_line
+from trainers.evaluation import held_out_line, plays_test
 from trainers.progress import RunProgress
 from trainers.records import RolloutBatch
 from trainers.run.dirs import check_writable_dir, load_saved_config
@@ -84,7 +84,7 @@ from trainers.run.opponent_pool import OpponentPool, check_opponent_pool
 from trainers.run.trained_team import check_fixed_roles
 from trainers.run.trees import write_trees
 from trainers.runtime import Runtime, WorkerLost, make_runtime
-from trainers.runtime.evaluate import eval_line, evaluate, evaluate_unless_unchanged, plays_test
+from trainers.runtime.evaluate import eval_line, evaluate, evaluate_unless_unchanged
 from trainers.runtime.peak_memory import PEAK_PREFIX
 from trainers.runtime.step import train_step
 

@@ -35,6 +35,7 @@ from trainers.records import Episode, RolloutBatch, TaskKey, Turn
 from trainers.rollout import RolloutRequest, plain_rollout, play
 
 __all__ = [
+    "plays_test",
     "EvalResult",
     "benchmark_metrics",
     "check_eval_tasks",
@@ -94,6 +95,12 @@ def task_success_se(episodes: Sequence[Episode]) -> float:
         return 0.0
     per_task = np.array([np.mean(values) for values in by_task.values()])
     return float(per_task.std(ddof=1) / np.sqrt(len(per_task)))
+
+
+def plays_test(config: Any) -> bool:
+    """Whether a run (training or warm start: any config with ``test_tasks`` and ``eval_split``)
+    plays a separate held-out test evaluation before and after training."""
+    return bool(config.test_tasks) and config.eval_split != "test"
 
 
 def held_out_line(before: Mapping[str, float], after: Mapping[str, float]) -> str:

@@ -53,7 +53,7 @@ from trainers.cli import config_to_dict, parse_overrides
 from trainers.clock import TrainingClock, bar_total
 from trainers.config import ConfigError, check_role_names
 from trainers.errors import run_command
-from trainers.evaluation import evaluate, held_out_line
+from trainers.evaluation import evaluate, held_out_line, plays_test
 from trainers.progress import RunProgress
 from trainers.rollout import role_sampling_for
 from trainers.run.checkpoint import load_checkpoint, save_checkpoint
@@ -187,10 +187,6 @@ def team_metrics(record: dict[str, float], variant: str, teams: Sequence[str]) -
     return {k: v for k, v in record.items() if k.split("/")[0] not in teams[1:]}
 
 
-def _plays_test(config: SFTConfig) -> bool:
-    return bool(config.test_tasks) and config.eval_split != "test"
-
-
 def _resolved_fields(given: dict) -> dict:
     """Every field's value for a command line that sets ``given`` (presets filled in)."""
     config = resolve_sft_config(sft_config_from_flags(given))
@@ -265,7 +261,7 @@ def _run_sft(config: SFTConfig, progress: RunProgress, started: float) -> SFTSum
         return _evaluate(config, teams, run, step, val_nll)
 
     def test_at(step: int) -> None:
-        if _plays_test(config) and step not in run.tests:
+        if plays_test(config) and step not in run.tests:
             progress.phase(f"step {step}: evaluating on {config.test_tasks} held-out test tasks")
             _evaluate(config, teams, run, step)
 

@@ -17,12 +17,7 @@ from trainers.rollout import role_sampling_for
 from trainers.run.lifecycle import Run
 from trainers.runtime import Runtime
 
-__all__ = ["evaluate", "evaluate_unless_unchanged", "eval_line", "plays_test"]
-
-
-def plays_test(config: TrainConfig) -> bool:
-    """Whether the run plays a separate held-out test evaluation before and after training."""
-    return bool(config.test_tasks) and config.eval_split != "test"
+__all__ = ["evaluate", "evaluate_unless_unchanged", "eval_line"]
 
 
 def evaluate(
