@@ -30,7 +30,10 @@ The protocol of the papers' ablations, from warm starts:
    ``--minutes M`` the same M minutes of training time per arm (the summed rollout + update
    time of its steps; evaluations excluded), ``--steps`` then only a cap. Equal wall time is
    the fair budget between algorithms whose steps cost different amounts (an AT-GRPO step is
-   several times cheaper than a GRPO step here);
+   several times cheaper than a GRPO step here), as long as the machine runs at one speed: a
+   VM's speed drifts (one arm's identical first step took 345 s, the other's 179 s, an hour
+   apart), so ``--chunk-minutes C`` has the arms of a seed take turns, each training C minutes
+   at a time (pausing at a checkpoint and resuming), and each cell records its tokens/s;
 3. the held-out protocol (docs/evaluation.md, Held-out protocol): the learning curves play
    ``--eval-tasks`` tasks of the train split's validation slice (greedy) before training,
    every ``--eval-every`` steps (with ``--minutes``: every ``--eval-every-minutes`` of
@@ -110,30 +113,28 @@ COMPARISONS = (
 )
 
 
-def run_arm(
+CHECK_FILE = "warm_start_check.json"  # in an arm's run dir: its warm start against the team's first
+
+
+def train_arm(
     name: str,
     seed: int,
     base: Any,
     initial: dict[str, dict[str, Any]],
-    args: argparse.Namespace,
     init: str,
-    weights: str,
     start: dict[str, Any],
-) -> dict[str, Any]:
-    """Train one arm with one seed from its team's warm start ``init`` (resuming its run if an
-    earlier invocation was cut off); its validation curve (against steps and training minutes),
-    held-out test success before and after, the ``--general`` difficulties after, samples and
-    phase times.
+    pause_minutes: float = 0.0,
+) -> Any:
+    """Train one arm with one seed from its team's warm start ``init``, resuming its run if an
+    earlier invocation (or an earlier turn, ``pause_minutes``) stopped it; its ``Summary``.
 
-    ``start``: the step-0 evaluations of these warm-start weights (checksum ``weights``:
-    {"validation", "test", "general"}), or an empty dict the arm fills by playing them; when
-    ``initial`` (the team's first warm start) came from other weights, the record's
-    "warm_start_check" compares the two. The generalisation "before" is these weights' own.
+    ``start``: the step-0 evaluations of these warm-start weights ({"validation", "test",
+    "general"}), or an empty dict the arm fills by playing them; when ``initial`` (the team's
+    first warm start) came from other weights, the arm's run dir keeps how the two compare
+    (``CHECK_FILE``).
     """
     from trainers.at_grpo import load_run_config, train
     from trainers.run.checkpoint import latest_checkpoint
-    from trainers.run.files import TEST_FILE, read_jsonl
-    from trainers.runtime.machine_load import MACHINE_PREFIX
 
     algo, team, multiplier = ARMS[name]
     config = dataclasses.replace(
@@ -154,14 +155,61 @@ def run_arm(
         for key, row in step0_left_in(run_dir, config).items():
             start.setdefault(key, row)
         shutil.rmtree(run_dir)
-    started = time.perf_counter()
-    summary = train(config, initial_eval=start.get("validation"), initial_test=start.get("test"))
-    check = None
+    summary = train(
+        config,
+        initial_eval=start.get("validation"),
+        initial_test=start.get("test"),
+        pause_minutes=pause_minutes,
+    )
     if not known:
         if team in initial:  # a warm start trained again: does it play as the first one did?
-            check = same_start(initial[team], summary.before, summary.test_before)
+            write_record(run_dir / CHECK_FILE, same_start(initial[team], summary.before, summary.test_before))
         start.update(validation=summary.before, test=summary.test_before)
     initial.setdefault(team, {"validation": summary.before, "test": summary.test_before})
+    return summary
+
+
+def trained_minutes(name: str, seed: int, base: Any) -> float:
+    """The training minutes of an arm's run up to its last checkpoint (where it resumes; 0: none)."""
+    from trainers.run.checkpoint import checkpoint_step, latest_checkpoint
+    from trainers.run.files import trained_seconds
+
+    run_dir = Path(base.output_dir) / f"{name}-seed{seed}"
+    checkpoint = latest_checkpoint(run_dir)
+    return trained_seconds(run_dir, checkpoint_step(checkpoint)) / 60 if checkpoint else 0.0
+
+
+def turn_marks(minutes: float, chunk: float) -> list[float]:
+    """The training minutes at which the arms of a seed hand over to each other: every ``chunk``
+    minutes, the last at ``minutes`` (where each arm's budget ends)."""
+    marks = list(np.arange(chunk, minutes, chunk))
+    return [float(m) for m in marks if minutes - m > 1e-9] + [float(minutes)]
+
+
+def run_arm(
+    name: str,
+    seed: int,
+    base: Any,
+    initial: dict[str, dict[str, Any]],
+    args: argparse.Namespace,
+    init: str,
+    weights: str,
+    start: dict[str, Any],
+) -> dict[str, Any]:
+    """Train one arm with one seed to the end of its budget (``train_arm``; with
+    ``--chunk-minutes`` its earlier turns already trained most of it), then its record: the
+    validation curve (against steps and training minutes), held-out test success before and
+    after, the ``--general`` difficulties after, samples and phase times. The generalisation
+    "before" is these warm-start weights' (checksum ``weights``) own.
+    """
+    from trainers.run.files import TEST_FILE, read_jsonl
+    from trainers.runtime.machine_load import MACHINE_PREFIX
+
+    team = ARMS[name][1]
+    started = time.perf_counter()
+    summary = train_arm(name, seed, base, initial, init, start)
+    check_file = summary.run_dir / CHECK_FILE
+    check = json.loads(check_file.read_text()) if check_file.is_file() else None
     steps = read_jsonl(summary.run_dir / "metrics.jsonl")
     evals = read_jsonl(summary.run_dir / "eval.jsonl")
     tests = {int(r["step"]): r for r in read_jsonl(summary.run_dir / TEST_FILE)}
@@ -204,6 +252,8 @@ def run_arm(
             for k in dict.fromkeys(k for r in steps for k in r if k.startswith(MACHINE_PREFIX))
         },
         "run_dir": str(summary.run_dir),
+        # 0: trained in one go; else in turns of this many minutes with the seed's other arms
+        "chunk_minutes": args.chunk_minutes,
         **({"warm_start_check": check} if check is not None else {}),
         "weights_never_updated": never_updated,
     }
@@ -299,6 +349,13 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, Any]]:
         help="equal wall time: each arm trains this many minutes (rollout + update); 0: --steps",
     )
     parser.add_argument(
+        "--chunk-minutes",
+        type=float,
+        default=0.0,
+        help="with --minutes: the arms of a seed take turns, each training this many minutes at a "
+        "time, so that all of them train on the same machine state (0: each arm in one go)",
+    )
+    parser.add_argument(
         "--steps",
         type=int,
         default=None,
@@ -370,6 +427,11 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, Any]]:
         parser.error("--minutes and --warm-minutes must be >= 0 (0: count steps instead)")
     if args.eval_every_minutes is not None and not args.minutes:
         parser.error("--eval-every-minutes needs --minutes (without it, pass --eval-every STEPS)")
+    if args.chunk_minutes < 0 or (args.chunk_minutes and not args.minutes):
+        parser.error(
+            "--chunk-minutes: the arms take turns within an equal-wall-time budget; "
+            "pass --minutes, and a chunk > 0"
+        )
     if args.init and args.warm_minutes:
         parser.error("--warm-minutes trains the warm starts; --init reuses one: pass one of them")
     if args.init and not args.report_only:  # a results file outlives runs/: say so before any work
@@ -438,18 +500,32 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, Any]]:
     sums: dict[str, str] = {}  # team -> the checksum of its warm start's weights
     step0 = record.setdefault("step0_by_weights", {})  # weights checksum -> step-0 evaluations
     for seed in args.seeds:
+        todo = []
         for name in args.arms:
             if (name, seed) in done:
                 print(f"{name} seed {seed}: done (in {results}), skipped")
-                continue
-            if args.report_only:
+            elif args.report_only:
                 print(f"{name} seed {seed}: not run yet, left out of the report (--report-only)")
-                continue
+            else:
+                todo.append(name)
+        for name in todo:
             team = ARMS[name][1]
             if team not in warm:
                 warm[team], sums[team] = prepare_warm_start(
                     args, out, team, record, lambda: write_record(results, record)
                 )
+        if args.chunk_minutes:  # the arms take turns; the last turn ends each arm's budget
+            for mark in turn_marks(args.minutes, args.chunk_minutes):
+                for name in todo:
+                    if trained_minutes(name, seed, base) >= mark:  # this turn was trained before
+                        continue
+                    print(f"{name} seed {seed}: training to {mark:g} of {args.minutes:g} minutes")
+                    team = ARMS[name][1]
+                    start = step0.setdefault(sums[team], {})
+                    train_arm(name, seed, base, record["initial"], warm[team], start, pause_minutes=mark)
+                    write_record(results, record)  # the step-0 evaluations an arm played
+        for name in todo:
+            team = ARMS[name][1]
             weights = sums[team]
             start = step0.setdefault(weights, {})
             cell = run_arm(name, seed, base, record["initial"], args, warm[team], weights, start)

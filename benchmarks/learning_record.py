@@ -23,6 +23,7 @@ PROTOCOL_ARGS = (
     "steps", "tasks_per_step", "num_generations", "lr", "passes", "temperature", "max_new_tokens",
     "eval_tasks", "eval_every", "eval_split", "test_tasks", "response_prefix", "minutes",
     "eval_every_minutes", "general", "general_tasks", "warm_minutes", "micro_batch_tokens",
+    "chunk_minutes",
 )  # fmt: skip
 
 

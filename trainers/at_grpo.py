@@ -117,6 +117,9 @@ class Summary:
     phase_peak_mb: dict[str, float] = dataclasses.field(default_factory=dict)
     """The highest ``memory/peak_mb/<phase>`` of the logged steps (this process's peak so far as
     that phase ended)."""
+    paused: bool = False
+    """Whether ``pause_minutes`` stopped the run before it finished (``after`` is then its latest
+    evaluation, and no held-out test was played): resume it to finish."""
 
 
 # ---------------------------------------------------------------------------- set-up
@@ -143,6 +146,7 @@ def train(
     config: TrainConfig,
     initial_eval: dict[str, float] | None = None,
     initial_test: dict[str, float] | None = None,
+    pause_minutes: float = 0.0,
 ) -> Summary:
     """Run (or, with ``config.resume``, continue) a training run; see the module docstring.
 
@@ -150,6 +154,12 @@ def train(
     caller already made it on the same weights (e.g. ``benchmarks.learning`` runs many arms
     from one warm start, and greedy evaluation of identical weights gives identical results);
     logged instead of re-evaluating.
+
+    ``pause_minutes`` (0: never): return as soon as the run has trained this many minutes, at a
+    checkpoint and before any evaluation due after it (``Summary.paused``); resuming the run
+    continues it as if it had never stopped. ``benchmarks.learning --chunk-minutes`` takes turns
+    between arms this way, so that arms compared at equal wall time train on the same machine
+    state (a VM's speed drifts by up to 2x over an hour).
     """
     started = time.perf_counter()
     given_env_kwargs = dict(config.env_kwargs)  # the user's; the preset's are the env's own business
@@ -173,7 +183,7 @@ def train(
     )
     try:  # the display runs from here, so the minutes of loading and evaluating show too
         progress.write(backend.describe())  # config.json records the name
-        return _run(config, env, (initial_eval, initial_test), progress, started)
+        return _run(config, env, (initial_eval, initial_test), progress, started, pause_minutes)
     finally:
         progress.close()
 
@@ -184,6 +194,7 @@ def _run(
     initial_eval: tuple[dict[str, float] | None, dict[str, float] | None],
     progress: RunProgress,
     started: float,
+    pause_minutes: float,
 ) -> Summary:
     """train() once the config is checked: set-up, the step loop, the summary."""
     say = progress.write  # print() would tear the progress display apart
@@ -193,7 +204,7 @@ def _run(
     progress.phase(f"loading {', '.join(config.models)} ({config.backend}, runtime {config.runtime})")
     runtime = make_runtime(config, env)
     try:
-        return _train(config, runtime, run, initial_eval, progress, started)
+        return _train(config, runtime, run, initial_eval, progress, started, pause_minutes)
     finally:
         runtime.close()
 
@@ -205,6 +216,7 @@ def _train(
     initial_eval: tuple[dict[str, float] | None, dict[str, float] | None],
     progress: RunProgress,
     started: float,
+    pause_minutes: float,
 ) -> Summary:
     """The run on its runtime: checkpoint or --init weights, evaluations, the step loop."""
     say = progress.write
@@ -253,10 +265,13 @@ def _train(
         clock = TrainingClock(
             config.train_minutes, config.eval_every_minutes, trained_seconds(run_dir, start)
         )
-        final = start
+        final, paused = start, False
         pool = OpponentPool(config, runtime, run_dir, start) if config.opponent_pool else None
         try:
             for step in range(start + 1, config.steps + 1):
+                if clock.passed(pause_minutes):  # asked to pause where this run already is
+                    paused = True
+                    break
                 if clock.spent():  # a resumed run whose budget ran out at its checkpoint
                     break
 
@@ -278,10 +293,11 @@ def _train(
                 progress.show(f"{train_text} | {eval_text}")
                 last = step == config.steps or clock.spent()
                 evaluating = last or at_mark or bool(config.eval_every and step % config.eval_every == 0)
+                paused = clock.passed(pause_minutes)
                 # The checkpoint comes before the evaluation: a tool team's evaluation can run for
                 # many minutes, and stopping it must not lose the step. The resumed run plays the
                 # evaluation that was due (``evaluation_due``) before its next step.
-                if last or at_mark or step % config.checkpoint_every == 0:
+                if last or at_mark or paused or step % config.checkpoint_every == 0:
                     progress.phase(f"step {step}: saving a checkpoint")
                     runtime.save_checkpoint(
                         run_dir,
@@ -295,6 +311,9 @@ def _train(
                     )
                     if pool:
                         pool.prune()
+                if paused:  # its evaluation, if one is due, is the resumed run's first work
+                    final = step
+                    break
                 if evaluating:
                     where = f"{config.eval_tasks} {config.eval_split} tasks"
                     progress.phase(f"step {step}: evaluating on {where}")
@@ -305,13 +324,16 @@ def _train(
                 final = step
                 if last:
                     break
-            if run.needs_final_evaluation(final):  # a resume that asked for no new step
+            if paused:
+                progress.phase(f"paused at step {final}, {clock.seconds / 60:.1f} training minutes")
+            elif run.needs_final_evaluation(final):  # a resume that asked for no new step
                 progress.phase(f"step {final}: evaluating on {config.eval_tasks} {config.eval_split} tasks")
                 after = evaluate(config, runtime, run, final)
-            if plays_test(config) and final not in tests:  # after the last step's checkpoint
+            if not paused and plays_test(config) and final not in tests:  # after the last checkpoint
                 progress.phase(f"step {final}: evaluating on {config.test_tasks} held-out test tasks")
                 evaluate_unless_unchanged(config, runtime, run, final, test=True)
-            progress.phase("done")
+            if not paused:
+                progress.phase("done")
         except WorkerLost as err:
             progress.close()
             raise WorkerLost(f"{err}\n{run.lost_line()}") from None
@@ -334,6 +356,7 @@ def _train(
         test_after=tests.get(final),
         eval_split=config.eval_split,
         phase_peak_mb=peaks,
+        paused=paused,
     )
 
 

@@ -28,6 +28,10 @@ class TrainingClock:
         before, self.seconds = self.seconds, self.seconds + step_seconds
         return bool(self.mark_s) and int(self.seconds // self.mark_s) > int(before // self.mark_s)
 
+    def passed(self, minutes: float) -> bool:
+        """Whether the run has trained ``minutes`` (never for 0)."""
+        return bool(minutes) and self.seconds >= minutes * 60
+
     def spent(self) -> bool:
         """Whether the budget is used up (never without one)."""
         return bool(self.budget_s) and self.seconds >= self.budget_s

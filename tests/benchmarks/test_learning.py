@@ -192,6 +192,43 @@ def test_equal_wall_time_arms_stop_on_their_minutes_and_play_the_other_difficult
         assert set(record["step0_by_weights"][weights[arm]]["general"]) == {"medium", "hard"}
 
 
+def test_turns_hand_over_every_chunk_and_the_last_ends_the_budget():
+    assert learning.turn_marks(40, 5) == [5, 10, 15, 20, 25, 30, 35, 40]
+    assert learning.turn_marks(12, 5) == [5, 10, 12]
+    assert learning.turn_marks(1, 5) == [1]
+
+
+def test_chunk_minutes_needs_an_equal_wall_time_budget(tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        learning.main(["--chunk-minutes", "5", "--output-dir", str(tmp_path)])
+    assert "--chunk-minutes" in capsys.readouterr().err and not any(tmp_path.iterdir())
+
+
+@pytest.mark.slow
+def test_arms_taking_turns_each_train_their_budget_and_record_their_turns(tmp_path, capsys):
+    """--chunk-minutes: the arms of a seed train in turns (each pauses at a checkpoint and
+    resumes; a tiny budget: one step each, whatever the machine), then each finishes alone."""
+    args = [
+        "--model", "tiny-test", "--env", "tests.trainers.conftest:test/one_token", "--sft-steps", "1",
+        "--sft-train-tasks", "8", "--minutes", "0.000002", "--chunk-minutes", "0.000001", "--seeds", "0",
+        "--tasks-per-step", "2", "-K", "2", "--max-new-tokens", "1", "--response-prefix", "",
+        "--eval-tasks", "4", "--test-tasks", "4", "--no-progress", "--output-dir", str(tmp_path),
+        "--arms", "gigpo-single", "grpo-single-1x",
+    ]  # fmt: skip
+    summary = learning.main(args)
+    out = capsys.readouterr().out
+    turns = re.findall(r"(\S+) seed 0: training to (\S+) of 2e-06 minutes", out)
+    # the first turn's step passes both marks: no arm trains a second turn
+    assert turns == [("gigpo-single", "1e-06"), ("grpo-single-1x", "1e-06")]
+    assert set(summary) == {"gigpo-single", "grpo-single-1x"}
+    (result,) = tmp_path.glob("*/learning.json")
+    record = json.loads(result.read_text())
+    for run in record["runs"]:
+        assert run["chunk_minutes"] == 1e-6 and run["steps"] == 1
+        assert [step for step, _, _ in run["curve_minutes"]] == [0, 1]  # the paused step's evaluation
+        assert run["test_tasks"] == 4
+
+
 def test_a_comparison_says_when_its_standard_error_means_nothing():
     def arm(seeds, after):
         return {"seeds": seeds, "after": after}

@@ -133,6 +133,40 @@ def test_a_training_time_budget_ends_the_run_and_a_resume_past_it_adds_no_step(t
     assert [r["step"] for r in read_jsonl(summary.run_dir / "metrics.jsonl")] == [1]
 
 
+def test_a_paused_run_stops_at_a_checkpoint_before_its_evaluation_and_resumes_as_if_never_paused(tmp_path):
+    from trainers.at_grpo import train
+    from trainers.run.checkpoint import latest_checkpoint
+    from trainers.run.files import trained_seconds
+
+    def config(name):
+        return tiny_config(tmp_path / name, steps=3, eval_every=2, test_tasks=4)
+
+    reference = train(config("a"))
+    run = tmp_path / "b" / "run"
+
+    def resume(pause_minutes=0.0):
+        resumed = load_run_config(run, {"resume": str(run), "progress": False})
+        return train(resumed, pause_minutes=pause_minutes)
+
+    def logged(name):
+        return [r["step"] for r in read_jsonl(run / name)]
+
+    # A millionth of a minute: passed by the first step, whatever the machine.
+    first = train(config("b"), pause_minutes=1e-6)
+    assert first.paused and first.steps == 1 and first.test_after is None
+    assert latest_checkpoint(run).name == "step_000001"
+    assert (logged("metrics.jsonl"), logged("eval.jsonl"), logged("test.jsonl")) == ([1], [0], [0])
+    assert resume(pause_minutes=1e-6).steps == 1 and logged("metrics.jsonl") == [1]  # there already
+    # A mark step 2 passes: step 2's evaluation is due, and the pause comes before it.
+    second = resume(pause_minutes=trained_seconds(run, 1) / 60 + 1e-9)
+    assert second.paused and second.steps == 2 and logged("eval.jsonl") == [0]
+    finished = resume()
+    assert not finished.paused and finished.steps == 3 and logged("eval.jsonl") == [0, 2, 3]
+    for name in ("metrics.jsonl", "eval.jsonl", "test.jsonl"):
+        expected = without_timings(read_jsonl(reference.run_dir / name))
+        assert without_timings(read_jsonl(run / name)) == expected, name
+
+
 def test_minute_marks_evaluate_and_checkpoint_after_the_step_that_passes_them(tmp_path):
     from trainers.at_grpo import train
 

@@ -63,6 +63,7 @@ __all__ = [
     "load_weights",
     "find_checkpoint",
     "latest_checkpoint",
+    "checkpoint_step",
     "resume_checkpoint",
     "list_checkpoints",
     "unit_models_of",
@@ -178,7 +179,7 @@ def _prune(run_dir: Path, step: int, keep: int) -> None:
     the run redoes those steps, so they go too.
     """
     checkpoints = list_checkpoints(run_dir)
-    complete = [p for p in checkpoints if _step(p) <= step and (p / MANIFEST).is_file()]
+    complete = [p for p in checkpoints if checkpoint_step(p) <= step and (p / MANIFEST).is_file()]
     kept = set(complete[-max(1, keep) :])
     for old in checkpoints:
         if old not in kept:
@@ -188,7 +189,8 @@ def _prune(run_dir: Path, step: int, keep: int) -> None:
 # --- finding and checking checkpoints --------------------------------------------------------
 
 
-def _step(path: Path) -> int:
+def checkpoint_step(path: Path) -> int:
+    """The training step a checkpoint directory (``step_<N>``) holds."""
     return int(path.name[len(_PREFIX) :])
 
 
@@ -203,7 +205,7 @@ def list_checkpoints(run_dir: str | Path) -> list[Path]:
         for p in root.iterdir()
         if p.is_dir() and p.name.startswith(_PREFIX) and p.name[len(_PREFIX) :].isdigit()
     ]
-    return sorted(found, key=_step)
+    return sorted(found, key=checkpoint_step)
 
 
 def _read_state(path: Path) -> dict[str, Any]:
