@@ -80,7 +80,7 @@ import envs
 from benchmarks.learning_record import pinned_env_id, resume_record, step0_left_in, write_record
 from benchmarks.learning_report import plot, print_report, summarise
 from benchmarks.warm_starts import prepare_warm_start, same_start
-from trainers.clock import UNCAPPED_STEPS
+from trainers.clock import UNCAPPED_STEPS, minute_marks
 
 ARMS = {  # name -> (algo, team, tasks-per-step multiplier)
     "at_grpo-mas": ("at_grpo", "mas", 1),
@@ -177,13 +177,6 @@ def trained_minutes(name: str, seed: int, base: Any) -> float:
     run_dir = Path(base.output_dir) / f"{name}-seed{seed}"
     checkpoint = latest_checkpoint(run_dir)
     return trained_seconds(run_dir, checkpoint_step(checkpoint)) / 60 if checkpoint else 0.0
-
-
-def turn_marks(minutes: float, chunk: float) -> list[float]:
-    """The training minutes at which the arms of a seed hand over to each other: every ``chunk``
-    minutes, the last at ``minutes`` (where each arm's budget ends)."""
-    marks = list(np.arange(chunk, minutes, chunk))
-    return [float(m) for m in marks if minutes - m > 1e-9] + [float(minutes)]
 
 
 def run_arm(
@@ -515,7 +508,7 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, Any]]:
                     args, out, team, record, lambda: write_record(results, record)
                 )
         if args.chunk_minutes:  # the arms take turns; the last turn ends each arm's budget
-            for mark in turn_marks(args.minutes, args.chunk_minutes):
+            for mark in minute_marks(args.minutes, args.chunk_minutes):
                 for name in todo:
                     if trained_minutes(name, seed, base) >= mark:  # this turn was trained before
                         continue

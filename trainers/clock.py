@@ -10,6 +10,22 @@ UNCAPPED_STEPS = 1_000_000
 """``steps`` of a run that only its training-time budget ends."""
 
 
+def minute_marks(minutes: float, every: float) -> list[float]:
+    """The training minutes ``every``, ``2 * every``, ... below ``minutes``, then ``minutes``
+    itself (where a budget ends): where arms hand over to each other
+    (``benchmarks.learning --chunk-minutes``) or a run's weights are kept for a curve
+    (``benchmarks.peers_learning --mark-minutes``)."""
+    count = int(minutes // every)
+    marks = [every * k for k in range(1, count + 1) if minutes - every * k > 1e-9 * minutes]
+    return marks + [float(minutes)]
+
+
+def marks_passed(marks: list[float], before_s: float, after_s: float) -> list[float]:
+    """The marks (minutes) a step that took a run from ``before_s`` to ``after_s`` training
+    seconds passed: as ``TrainingClock`` counts them, the step that reaches a mark passes it."""
+    return [mark for mark in marks if before_s < mark * 60 <= after_s]
+
+
 def bar_total(steps: int) -> int | None:
     """The progress bar's length: the steps, or none (a count) for a run only its minutes end."""
     return None if steps >= UNCAPPED_STEPS else steps

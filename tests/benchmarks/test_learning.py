@@ -192,12 +192,6 @@ def test_equal_wall_time_arms_stop_on_their_minutes_and_play_the_other_difficult
         assert set(record["step0_by_weights"][weights[arm]]["general"]) == {"medium", "hard"}
 
 
-def test_turns_hand_over_every_chunk_and_the_last_ends_the_budget():
-    assert learning.turn_marks(40, 5) == [5, 10, 15, 20, 25, 30, 35, 40]
-    assert learning.turn_marks(12, 5) == [5, 10, 12]
-    assert learning.turn_marks(1, 5) == [1]
-
-
 def test_chunk_minutes_needs_an_equal_wall_time_budget(tmp_path, capsys):
     with pytest.raises(SystemExit):
         learning.main(["--chunk-minutes", "5", "--output-dir", str(tmp_path)])
