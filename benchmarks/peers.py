@@ -231,7 +231,9 @@ def load_peft_adapters(policy: Any, directory: Path, roles: tuple[str, ...]) -> 
             )
 
 
-def held_out_success(team: Any, spec: dict[str, Any], eval_tasks: int) -> float:
+def evaluate_team(team: Any, spec: dict[str, Any], eval_tasks: int) -> dict[str, float]:
+    """The metrics of ``team`` on the first ``eval_tasks`` held-out test tasks of the protocol's
+    block (greedy, one episode each, no stop string: as every library generated in training)."""
     from agents.base import SamplingParams
     from trainers.evaluation import evaluate
 
@@ -239,7 +241,11 @@ def held_out_success(team: Any, spec: dict[str, Any], eval_tasks: int) -> float:
     result = evaluate(
         team, spec["env"], num_tasks=eval_tasks, sampling=sampling, env_kwargs=spec["env_kwargs"]
     )
-    return float(result.metrics["success"])
+    return result.metrics
+
+
+def held_out_success(team: Any, spec: dict[str, Any], eval_tasks: int) -> float:
+    return float(evaluate_team(team, spec, eval_tasks)["success"])
 
 
 # ---------------------------------------------------------------------------- the report

@@ -21,6 +21,10 @@ torch's 0.01). Not matchable: CoMLRL has no gradient clip and its loss is REINFO
 token log-probs (no ratio clip; with one pass per batch, as here, a ratio is 1 anyway); its
 buffers make 2 optimiser steps per agent per step (one per turn) where teamgym makes 1.
 
+With a wall-time budget in the spec (``benchmarks.peers_learning``): training stops after the
+update of the step that spends it, and both adapters are also kept at each mark
+(``OUT_DIR/marks/step_<N>/<role>``, listed in the result's ``marks``).
+
 CoMLRL 1.4.3 takes the first pad token of a prompt as its end; SmolLM2's pad token is
 ``<|im_end|>``, which the chat template writes after the system message, so every reply came
 back empty. Padding with ``<|endoftext|>`` instead (never in a prompt) avoids it.
@@ -33,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.peer_runs import task
+from benchmarks.peer_runs.budget import Budget
 from benchmarks.peer_runs.meter import GenerateMeter
 from benchmarks.peer_runs.side import side_main, version
 
@@ -129,18 +134,28 @@ def run(spec: dict[str, Any], out: Path) -> dict[str, Any]:
     steps: list[dict[str, float]] = []
     drain = trainer._drain_ready_buffers  # one call per full buffer: the end of a step
     clock = {"started": time.perf_counter()}
+    budget = Budget(spec)
+
+    def save(directory: Path) -> None:
+        for role, agent in zip(spec["roles"], agents, strict=True):
+            agent.save_pretrained(str(directory / role))
 
     def timed_drain(ready_agents: list[int]) -> None:
         drain(ready_agents)
         if not ready_agents:  # called after every env step's samples, full or not
             return
-        now = time.perf_counter()
-        steps.append({"step_s": now - clock["started"], **meter.take()})
-        clock["started"] = now
+        steps.append({"step_s": time.perf_counter() - clock["started"], **meter.take()})
+        spent = budget.after_step(len(steps), steps[-1]["step_s"], save, out)
+        clock["started"] = time.perf_counter()  # saving a mark's adapters is not training
+        if spent:
+            raise BudgetSpent  # CoMLRL's loop has no stop signal: leave it after this update
 
     trainer._drain_ready_buffers = timed_drain
-    trainer.train()
-    if len(steps) != len(spec["steps"]):
+    try:
+        trainer.train()
+    except BudgetSpent:
+        pass
+    if not budget.minutes and len(steps) != len(spec["steps"]):
         raise RuntimeError(f"CoMLRL made {len(steps)} buffer flushes, expected {len(spec['steps'])}")
     for role, agent in zip(spec["roles"], agents, strict=True):
         agent.save_pretrained(str(out / "adapters" / role))
@@ -151,7 +166,12 @@ def run(spec: dict[str, Any], out: Path) -> dict[str, Any]:
         "steps": steps,
         "adapters": str(out / "adapters"),
         "turn_two_rewards": turn_two_rewards[0],  # K x K per task when every hand-over was found
+        "marks": budget.kept,
     }
+
+
+class BudgetSpent(Exception):
+    """Raised after the update of the step that spent the wall-time budget."""
 
 
 def _text(completion: Any) -> str:

@@ -8,7 +8,8 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 venv="${1:-$here/../../.peers-venv}"
 python3 -m venv "$venv"
 "$venv/bin/pip" install --quiet --upgrade pip
-# the CPU build first: a bare torch requirement pulls the CUDA one (../shared/MACHINE.md)
-"$venv/bin/pip" install --quiet "torch==2.13.0"
+# the CPU build of torch first, as .ci/run installs ours: a bare torch requirement would pull the
+# multi-GB CUDA build
+"$venv/bin/pip" install --quiet "torch==2.13.0" --index-url https://download.pytorch.org/whl/cpu
 "$venv/bin/pip" install --quiet -r "$here/requirements.txt"
 echo "peers installed in $venv: $("$venv/bin/python" -c 'import trl, comlrl; print("trl", trl.__version__, "comlrl", comlrl.__version__ if hasattr(comlrl, "__version__") else "?")')"

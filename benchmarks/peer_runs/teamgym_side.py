@@ -6,6 +6,9 @@ spec's task and budget, in its own process (so its peak RSS is its own, as each 
 Writes ``OUT_DIR/result.json``: per step the seconds (step, generate), the tokens generated
 and the replies sampled, and the run directory (its checkpoint holds the trained adapters). The spec's
 ``teamgym`` entry adds what only teamgym has: ``algo`` (``grpo`` or ``at_grpo``) and ``team``.
+With a wall-time budget in the spec (``benchmarks.peers_learning``): the run's
+``--train-minutes``, with a checkpoint at each mark (``--eval-every-minutes``), listed in the
+result's ``marks`` as the peers list theirs.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from benchmarks.peer_runs.budget import Budget
 from benchmarks.peer_runs.side import side_main, version
 
 __all__ = ["run"]
@@ -20,10 +24,12 @@ __all__ = ["run"]
 
 def run(spec: dict[str, Any], out: Path) -> dict[str, Any]:
     from trainers.at_grpo import train
+    from trainers.clock import UNCAPPED_STEPS, marks_passed
     from trainers.config import TrainConfig
     from trainers.run.files import read_jsonl
 
     side = spec["teamgym"]
+    budget = Budget(spec)
     config = TrainConfig(
         env=spec["env"],
         env_kwargs={k: v for k, v in spec["env_kwargs"].items() if k != "team"},
@@ -38,6 +44,10 @@ def run(spec: dict[str, Any], out: Path) -> dict[str, Any]:
         num_generations=spec["num_generations"],
         tasks_per_step=len(spec["steps"][0]),
         steps=len(spec["steps"]),
+        # the budget (0: the steps); every mark checkpoints, and every checkpoint is kept
+        train_minutes=budget.minutes,
+        eval_every_minutes=float(spec.get("mark_minutes", 0.0)),
+        keep_checkpoints=UNCAPPED_STEPS if budget.minutes else 1,
         max_new_tokens=spec["max_new_tokens"],
         temperature=spec["temperature"],
         top_p=spec["top_p"],
@@ -56,8 +66,14 @@ def run(spec: dict[str, Any], out: Path) -> dict[str, Any]:
         progress=False,
     )
     summary = train(config)
-    steps = []
+    steps, marks, trained = [], [], 0.0
     for record in read_jsonl(summary.run_dir / "metrics.jsonl"):
+        before, trained = trained, trained + record["time/step"]
+        for mark in marks_passed(budget.marks, before, trained):  # the run checkpointed that step
+            checkpoint = summary.run_dir / "checkpoints" / f"step_{record['step']:06d}"
+            marks.append(
+                {"minutes": mark, "step": record["step"], "trained_s": trained, "adapters": str(checkpoint)}
+            )
         steps.append(
             {
                 "step_s": record["time/step"],
@@ -72,6 +88,7 @@ def run(spec: dict[str, Any], out: Path) -> dict[str, Any]:
         "transformers": version("transformers"),
         "steps": steps,
         "run_dir": str(summary.run_dir),
+        "marks": marks,
     }
 
 

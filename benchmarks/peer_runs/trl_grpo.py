@@ -9,7 +9,9 @@ tasks per step, K, reply length, temperature, top-p, LoRA shape, AdamW at a cons
 gradient clip, one optimiser step per generation batch, the GRPO loss (clip 0.2, sequence-mean
 of token means, rewards scaled by the group's std), no KL, no dataset shuffling. Writes
 ``OUT_DIR/result.json`` (per step: seconds, generate seconds, generated tokens) and the trained
-adapter in ``OUT_DIR/adapters/solver`` (PEFT format).
+adapter in ``OUT_DIR/adapters/solver`` (PEFT format). With a wall-time budget in the spec
+(``benchmarks.peers_learning``): training stops at the step that spends it, and the adapter is
+also kept at each mark (``OUT_DIR/marks/step_<N>/solver``, listed in the result's ``marks``).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.peer_runs import task
+from benchmarks.peer_runs.budget import Budget
 from benchmarks.peer_runs.meter import GenerateMeter
 from benchmarks.peer_runs.side import side_main, version
 
@@ -82,13 +85,20 @@ def run(spec: dict[str, Any], out: Path) -> dict[str, Any]:
     )  # fmt: skip
     meter = GenerateMeter({tokenizer.eos_token_id})
     steps: list[dict[str, float]] = []
+    budget = Budget(spec)
 
     class StepClock(TrainerCallback):
         def on_step_begin(self, *_: Any, **__: Any) -> None:
             self.started = time.perf_counter()
 
-        def on_step_end(self, *_: Any, **__: Any) -> None:
+        def on_step_end(self, _args: Any, _state: Any, control: Any, model: Any = None, **__: Any) -> None:
             steps.append({"step_s": time.perf_counter() - self.started, **meter.take()})
+
+            def save(directory: Path) -> None:
+                model.save_pretrained(str(directory / "solver"))
+
+            if budget.after_step(len(steps), steps[-1]["step_s"], save, out):
+                control.should_training_stop = True
 
     trainer = trl.GRPOTrainer(
         model=model,
@@ -107,6 +117,7 @@ def run(spec: dict[str, Any], out: Path) -> dict[str, Any]:
         "transformers": version("transformers"),
         "steps": steps,
         "adapters": str(out / "adapters"),
+        "marks": budget.kept,
     }
 
 
