@@ -108,7 +108,11 @@ def _env_frame(err: BaseException) -> str:
     """Where in the env's code an exception was raised (the last frame outside teamgym's
     checks and PettingZoo's tools), e.g. ``guess_env.py:31 in _act``."""
     frames = traceback.extract_tb(err.__traceback__)
-    outside = [f for f in frames if not re.search(r"(envs/checks?\.py|pettingzoo/|gymnasium/)", f.filename)]
+    outside = [
+        f
+        for f in frames
+        if not re.search(r"(envs/check\.py|envs/checks/|pettingzoo/|gymnasium/)", f.filename)
+    ]
     if not outside:
         return ""
     frame = outside[-1]

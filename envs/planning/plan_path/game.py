@@ -71,7 +71,7 @@ class Board:
 
 
 class PlanPath:
-    """A walker on a ``Board``. Implements the ``envs.planning.base.Puzzle`` protocol."""
+    """A walker on a ``Board``. Implements the ``envs.planning.puzzle.Puzzle`` protocol."""
 
     __slots__ = ("board", "position")
 

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 import networkx as nx
 import numpy as np
 
-from envs.planning.base import PlanningLevel
 from envs.planning.plan_path.game import FREE, WALL, Board, PlanPath, build_graph
+from envs.planning.puzzle import PlanningLevel
 
 __all__ = ["PlanPathParams", "PRESETS", "generate_level"]
 

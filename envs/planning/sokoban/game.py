@@ -124,7 +124,7 @@ class Board:
 
 
 class Sokoban:
-    """A player and boxes on a ``Board``. Implements the ``envs.planning.base.Puzzle``
+    """A player and boxes on a ``Board``. Implements the ``envs.planning.puzzle.Puzzle``
     protocol. Moves are ``"U" "D" "L" "R"``; walking into a box pushes it one cell."""
 
     __slots__ = ("board", "player", "boxes")

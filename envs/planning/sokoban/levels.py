@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from envs.planning.base import PlanningLevel
+from envs.planning.puzzle import PlanningLevel
 from envs.planning.sokoban.game import DELTAS, Board, Cell, SearchLimitExceeded, Sokoban, solve
 
 __all__ = ["SokobanParams", "PRESETS", "generate_level", "MAX_SIDE", "MAX_BOXES", "SEARCH_LIMIT"]

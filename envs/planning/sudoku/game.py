@@ -255,7 +255,7 @@ class Board:
 
 
 class Sudoku:
-    """A partly filled grid on a ``Board``. Implements the ``envs.planning.base.Puzzle``
+    """A partly filled grid on a ``Board``. Implements the ``envs.planning.puzzle.Puzzle``
     protocol; a move is a fill ``(row, col, digit)`` with 0-based ``row`` and ``col``."""
 
     __slots__ = ("board", "grid")

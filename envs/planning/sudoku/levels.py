@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from envs.planning.base import PlanningLevel
+from envs.planning.puzzle import PlanningLevel
 from envs.planning.sudoku.game import (
     BOX_SHAPES,
     EMPTY,

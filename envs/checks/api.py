@@ -1,8 +1,8 @@
-"""The conformance checks ``check_env`` runs (``envs/check.py``), one function each, and
-``CHECKS``, their table: what each one asserts is in ``envs.check``'s docstring.
-
-Each check takes an ``EnvUnderCheck`` (how to build the env for one team variant), returns
-what it saw, and fails by ``AssertionError`` or skips by ``Skip``."""
+"""The checks of the env's API and its episodes: PettingZoo's own tools (``api_test``,
+``seed_test``, ``parallel_api_test``, ``render_test``, with the warnings every Text-space env
+triggers allowed), the info contract, objects not shared between envs or agents, ``clone()``
+and pickling, determinism, unseeded resets, truncation, reward mixing, and the oracle
+solving every preset."""
 
 from __future__ import annotations
 
@@ -12,15 +12,12 @@ import math
 import pickle
 import re
 import warnings
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from typing import Any
 
-import numpy as np
-
+from envs.checks.subject import EnvUnderCheck, Skip
 from envs.core import TextAECEnv
-from envs.registration import EnvSpec
-from envs.splits import SPLITS, split_of, split_range
+from envs.splits import split_of
 
 # Warnings PettingZoo's tools emit for any env whose observations are dicts of text and whose
 # spaces are Text (they assume numeric Box/Discrete spaces). Any other warning fails a check.
@@ -29,54 +26,6 @@ KNOWN_TEXT_WARNINGS = (
     r"Observation space for each agent probably should be gymnasium\.spaces\.box",
     r"Action space for each agent probably should be gymnasium\.spaces\.box",
 )
-
-# What model output can look like: nothing, tags without content, huge, non-ASCII and
-# control characters, code meant to run, markdown. An env must treat all of it as text.
-HOSTILE_TEXTS = (
-    "",
-    " ",
-    "<answer></answer>",
-    "<answer>",
-    "</answer><answer>",
-    "x" * 100_000,
-    "<answer>" + "U " * 50_000 + "</answer>",
-    "<answer>🙂 ünïcödé 東京 \u200b\x00\x1b[31m</answer>",
-    "<answer>__import__('os').system('rm -rf /')</answer>",
-    "```python\nimport os; os.system('echo pwned')\n```",
-    "<answer>" * 1000,
-    "\r\n\t\x0b\x0c",
-    "<ANSWER> r1c1=1 </ANSWER>",
-)
-NON_TEXT_ACTIONS = (None, b"<answer>1</answer>", 12345, 1.5, {"answer": "1"}, ["1"], np.zeros(3))
-_FUZZ_ALPHABET = list("<>/answer =,;:0123456789UDLRrc\n\t ") + ["🙂", "ü", "\x00", "</answer>", "<answer>"]
-
-
-class Skip(Exception):
-    """Raised by a check that does not apply to this env (the message says why)."""
-
-
-@dataclass(frozen=True)
-class EnvUnderCheck:
-    """How to build the env being checked for one team variant (``make(**overrides)``)."""
-
-    label: str
-    team: str
-    split: str
-    constructor: Callable[..., Any]
-    env_kwargs: dict[str, Any] = field(default_factory=dict)
-
-    def make(self, **overrides: Any) -> TextAECEnv:
-        kwargs = {**self.env_kwargs, "team": self.team, "split": self.split, **overrides}
-        build = self.constructor.make if isinstance(self.constructor, EnvSpec) else self.constructor
-        return build(**kwargs)
-
-    def seed(self, n: int) -> int:
-        """The ``n``-th task seed of the split (0, 1, ... on train)."""
-        return split_range(self.split)[n]
-
-    @property
-    def has_oracle(self) -> bool:
-        return callable(getattr(self.make(), "oracle_response", None))
 
 
 # ---------------------------------------------------------------------------- helpers
@@ -121,20 +70,6 @@ def _play(env: TextAECEnv, actions: Callable[[TextAECEnv, str], Any], seed: int,
         log.append((agent, obs["prompt"], reward, term, trunc, info.get("reward_terms"), env.state_key()))
         env.step(None if (term or trunc) else actions(env, agent))
     return log
-
-
-def step_texts(env: TextAECEnv, texts: Iterable[Any]) -> None:
-    """Feed ``texts`` as the acting agents' actions; after each, every reward is finite and
-    every observation inside its space."""
-    for text in texts:
-        if not env.agents:
-            break
-        agent = env.agent_selection
-        env.step(None if (env.terminations[agent] or env.truncations[agent]) else text)
-        for other in env.agents:
-            assert math.isfinite(env.rewards[other]), f"reward of {other} is {env.rewards[other]}"
-            obs = env.observe(other)
-            assert env.observation_space(other).contains(obs), f"observation of {other} is outside its space"
 
 
 # ---------------------------------------------------------------------------- the checks
@@ -365,128 +300,6 @@ def check_reward_mixing(subject: EnvUnderCheck) -> str:
     return "reward = alpha * team + local + seat at alpha 1, 0 and 2.5; local terms only for the actor"
 
 
-def check_invalid_penalize(subject: EnvUnderCheck) -> str:
-    env = subject.make(invalid_penalty=0.25)
-    env.reset(seed=subject.seed(0))
-    agent = env.agent_selection
-    forced = env._forced_move(agent)
-    expected = env.clone()  # the state an invalid reply must leave: unchanged, or after the forced move
-    if forced is not None:
-        expected.step(f"<answer>{forced}</answer>")
-        assert not expected.infos[agent]["invalid_action"], f"_forced_move() = {forced!r} is not legal"
-    env.step("no answer tags here")
-    info = env.infos[agent]
-    assert info["invalid_action"] is True, "an answer without the grammar was not invalid"
-    assert info["reward_terms"].get("local/invalid") == -0.25, f"penalty not applied: {info['reward_terms']}"
-    changed = (
-        "an invalid action changed the state"
-        if forced is None
-        else f"the forced move {forced!r} was not played"
-    )
-    assert env.state_key() == expected.state_key(), changed
-    assert env.num_steps == 1, "the turn was not consumed"
-    assert env.terminations == expected.terminations, "an invalid action ended the episode"
-    assert info["feedback"], "an invalid action got no feedback (StepOutcome.feedback)"
-    if len(env.possible_agents) > 1 and env.agents:
-        other = env.agent_selection
-        env.step(None if (env.terminations[other] or env.truncations[other]) else "no answer tags here")
-        assert env.infos[agent]["invalid_action"] is True, "invalid_action was reset by another agent's step"
-    kept = "state unchanged" if forced is None else f"forced move {forced!r} played"
-    return f"invalid text: penalised, turn consumed, {kept}, feedback given"
-
-
-def check_invalid_terminate(subject: EnvUnderCheck) -> str:
-    env = subject.make(invalid_action="terminate")
-    env.reset(seed=subject.seed(0))
-    agent = env.agent_selection
-    env.step("no answer tags here")
-    assert all(env.terminations.values()), "invalid_action='terminate' did not end the episode"
-    # the penalty term, not the whole reward: an env may name other terms beside it (the tool
-    # team's reply without a program also costs ``local/no_program``)
-    terms = env.infos[agent]["reward_terms"]
-    assert terms.get("local/invalid") == -env.invalid_penalty, f"penalty not applied: {terms}"
-    assert env.infos[agent]["invalid_action"] is True
-    return "invalid text ends the episode with the penalty"
-
-
-def check_non_text_actions(subject: EnvUnderCheck) -> str:
-    for action in NON_TEXT_ACTIONS:
-        env = subject.make()
-        env.reset(seed=subject.seed(0))
-        agent = env.agent_selection
-        env.step(action)
-        assert env.infos[agent]["invalid_action"] is True, f"{type(action).__name__} action was accepted"
-        assert env.num_steps == 1
-    return f"{', '.join(sorted({type(a).__name__ for a in NON_TEXT_ACTIONS}))}: invalid, turn consumed"
-
-
-def check_hostile_text(subject: EnvUnderCheck) -> str:
-    for i, text in enumerate(HOSTILE_TEXTS):
-        env = subject.make()
-        env.reset(seed=subject.seed(0))
-        try:
-            step_texts(env, [text] * (2 * len(env.possible_agents)))
-        except Exception as err:
-            raise AssertionError(f"hostile text #{i} {text[:40]!r}: {type(err).__name__}: {err}") from err
-    return f"{len(HOSTILE_TEXTS)} hostile texts (empty, 100k chars, non-ASCII, code, tags)"
-
-
-def check_fuzzed_text(subject: EnvUnderCheck, examples: int = 40) -> str:
-    rng = np.random.default_rng(0)
-    for example in range(examples):
-        texts = [
-            "".join(rng.choice(_FUZZ_ALPHABET, size=rng.integers(0, 60))) for _ in range(rng.integers(1, 7))
-        ]
-        env = subject.make()
-        env.reset(seed=subject.seed(7))
-        try:
-            step_texts(env, texts)
-        except Exception as err:
-            raise AssertionError(
-                f"fuzz example {example} {texts!r:.300}: {type(err).__name__}: {err}"
-            ) from err
-    return f"{examples} seeded random answer sequences"
-
-
-def check_split_seeds(subject: EnvUnderCheck) -> str:
-    env = subject.make()
-    other = next(s for s in SPLITS if s != subject.split)
-    try:
-        env.reset(seed=split_range(other).start + 1)
-    except ValueError:
-        pass
-    else:
-        raise AssertionError(f"a {subject.split} env accepted a {other} seed (TextAECEnv.reset refuses them)")
-    env.reset()
-    assert split_of(env.task_seed) == subject.split, "an unseeded reset drew from the other split"
-    return f"refuses {other} seeds; an unseeded reset stays in {subject.split}"
-
-
-def check_split_disjoint(subject: EnvUnderCheck, tasks: int = 60) -> str:
-    prints: dict[str, dict[str, int]] = {}
-    for split in SPLITS:
-        env = subject.make(split=split)
-        prints[split] = {}
-        for n in range(tasks):
-            seed = split_range(split)[n]
-            env.reset(seed=seed)
-            prints[split].setdefault(env.task_fingerprint(), seed)
-    shared = set(prints["train"]) & set(prints["test"])
-    if shared:
-        example = next(iter(shared))
-        train_seed, test_seed = prints["train"][example], prints["test"][example]
-        raise AssertionError(
-            f"{len(shared)} of {len(prints['test'])} distinct test tasks also appear in train (e.g. "
-            f"train seed {train_seed} = test seed {test_seed}). Generate each split's content apart "
-            "(envs.splits.generate_in_split); if tasks differ in content the first prompt does not "
-            "show (a secret), override task_fingerprint()"
-        )
-    for split, found in prints.items():
-        assert len(found) > 1, f"all {tasks} {split} tasks are one task: does _start_task use the seed?"
-    counts = f"{len(prints['train'])} train and {len(prints['test'])} test tasks"
-    return f"{tasks} seeds per split: {counts}, none shared"
-
-
 def check_oracle(subject: EnvUnderCheck, seeds: int = 8) -> str:
     if not subject.has_oracle:
         raise Skip("no oracle_response(agent): define one to check that every preset is solvable")
@@ -502,27 +315,3 @@ def check_oracle(subject: EnvUnderCheck, seeds: int = 8) -> str:
             )
     names = ", ".join(d for d in difficulties if d) or "default"
     return f"oracle solves {seeds} tasks of each preset ({names})"
-
-
-CHECKS: dict[str, Callable[[EnvUnderCheck], str]] = {
-    "api": check_api,
-    "seed": check_seed,
-    "parallel_api": check_parallel_api,
-    "render": check_render,
-    "info_contract": check_info_contract,
-    "independent_objects": check_independent_objects,
-    "clone": check_clone,
-    "clone_pickle_replay": check_clone_pickle_replay,
-    "determinism": check_determinism,
-    "unseeded_reset": check_unseeded_reset,
-    "truncation": check_truncation,
-    "reward_mixing": check_reward_mixing,
-    "invalid_penalize": check_invalid_penalize,
-    "invalid_terminate": check_invalid_terminate,
-    "non_text_actions": check_non_text_actions,
-    "hostile_text": check_hostile_text,
-    "fuzzed_text": check_fuzzed_text,
-    "split_seeds": check_split_seeds,
-    "split_disjoint": check_split_disjoint,
-    "oracle": check_oracle,
-}
