@@ -14,8 +14,14 @@ import shutil
 import sys
 import tempfile
 import time
+import uuid
 from collections.abc import Callable
 from pathlib import Path
+
+import pytest
+
+from envs import sandbox
+from tests.envs.sandbox_helpers import _system_python_for_nobody
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "envs.md"  # its "Register your own environment"
 EXAMPLE_MODULE = "guess_env"  # the file name the README tells users to save the example as
@@ -106,3 +112,35 @@ def timed(fn: Callable[..., object], *args: object) -> float:
     start = time.perf_counter()
     fn(*args)
     return time.perf_counter() - start
+
+
+# ------------------------------------------- the sandbox tests' fixtures (test_sandbox_*.py)
+# The modes: tests/envs/sandbox_helpers.py. test_sandbox_battery.py has a mode fixture of its own.
+SANDBOX_MODES = ["isolated", "fallback", "isolated-nobody", "fallback-nobody"]
+
+
+@pytest.fixture(params=SANDBOX_MODES)
+def mode(request, monkeypatch) -> tuple[str, ...]:
+    """Switch the sandbox to one mode; returns the layers a run gets in it."""
+    name = request.param
+    monkeypatch.setenv(sandbox.NAMESPACES_ENV, "1" if name.startswith("isolated") else "0")
+    monkeypatch.setenv(sandbox.ALLOW_HOST_ACCESS_ENV, "1")
+    if name.endswith("nobody"):
+        python = _system_python_for_nobody()
+        if python is None:
+            pytest.skip("needs root, setpriv and a system python3 that nobody can run")
+        monkeypatch.setenv(sandbox.PYTHON_ENV, python)
+    else:
+        monkeypatch.delenv(sandbox.PYTHON_ENV, raising=False)
+    try:
+        layers = sandbox.isolation_layers()
+    except sandbox.SandboxUnavailableError as err:
+        pytest.skip(str(err))
+    if name.endswith("nobody") and "nobody" not in layers:
+        pytest.skip(f"the program does not switch to nobody here: {layers}")
+    return layers
+
+
+@pytest.fixture
+def marker() -> str:
+    return f"sbxmark{uuid.uuid4().hex}"

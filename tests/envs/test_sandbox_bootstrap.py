@@ -1,6 +1,7 @@
 """The sandbox bootstrap as a module: importable without side effects, standard library only
 (it runs in another interpreter without site-packages), and its traceback printer hides its
-own frames. The end-to-end behaviour is tested through run_python in test_sandbox.py."""
+own frames. The end-to-end behaviour is tested through run_python in test_sandbox_programs.py,
+test_sandbox_limits.py and test_sandbox_isolation.py."""
 
 from __future__ import annotations
 

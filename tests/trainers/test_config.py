@@ -123,7 +123,7 @@ def test_matpo_trains_one_shared_policy_unless_told_otherwise():
 
 def test_estimator_options_set_on_the_command_line_reach_the_estimator():
     """--estimator-kwargs '{"omega": ...}' changes GiGPO's advantages (omega weighs the step level)."""
-    from tests.trainers.test_advantages import gigpo_batch
+    from tests.trainers.advantages_helpers import gigpo_batch
     from trainers.advantages import compute_advantages
     from trainers.at_grpo import parse_train_args
 
