@@ -20,6 +20,10 @@ of its greedy policy (0 is Nash). The untrained model is measured once per env t
 The table gives mean ± s.e. over seeds per arm, and pool minus self-play with the s.e. of the
 difference.
 
+Equal minutes are a fair budget only at equal machine speed: with ``--chunk-minutes C`` the
+arms of a seed take turns, each training C minutes at a time (``benchmarks.turns``), and each
+cell records its mean generated tokens/s.
+
 Resumable: a finished (env, arm, seed) cell is kept in the results JSON and never run again;
 a cell cut off mid-training continues from its run's last checkpoint. A rerun must repeat the
 protocol's settings (a different one is refused, naming the flag).
@@ -37,6 +41,7 @@ import numpy as np
 
 from agents.models import DEFAULT_MODEL
 from benchmarks.learning_record import write_record
+from benchmarks.turns import take_turns
 
 __all__ = ["ARMS", "main"]
 
@@ -44,17 +49,24 @@ ARMS = ("selfplay", "pool")
 METRICS = ("vs/random/win", "vs/base/win", "elo/model", "exploitability")
 # Settings that define the measurement: a resumed file must repeat them.
 PROTOCOL = ("model", "minutes", "pool", "pool_every", "tasks_per_step", "num_generations", "lr",
-            "max_new_tokens", "eval_tasks")  # fmt: skip
+            "max_new_tokens", "eval_tasks", "chunk_minutes")  # fmt: skip
 
 
-def _train(args: argparse.Namespace, env: str, arm: str, seed: int) -> tuple[Path, int]:
-    """Train (or continue) one cell's run; its run dir and steps."""
+def _run_dir(args: argparse.Namespace, env: str, arm: str, seed: int) -> Path:
+    return Path(args.output_dir) / f"{env}-{arm}-seed{seed}"
+
+
+def _train(
+    args: argparse.Namespace, env: str, arm: str, seed: int, pause_minutes: float = 0.0
+) -> tuple[Path, int]:
+    """Train (or continue) one cell's run, to its budget or to ``pause_minutes``; its run dir
+    and steps."""
     from trainers.at_grpo import load_run_config, train
     from trainers.clock import UNCAPPED_STEPS
     from trainers.config import TrainConfig
     from trainers.run.checkpoint import latest_checkpoint
 
-    run_dir = Path(args.output_dir) / f"{env}-{arm}-seed{seed}"
+    run_dir = _run_dir(args, env, arm, seed)
     if latest_checkpoint(run_dir) is not None:  # cut off earlier: its last checkpoint goes on
         config = load_run_config(run_dir, {"resume": str(run_dir), "progress": args.progress})
     else:
@@ -67,7 +79,7 @@ def _train(args: argparse.Namespace, env: str, arm: str, seed: int) -> tuple[Pat
             eval_every=0, checkpoint_every=UNCAPPED_STEPS, keep_checkpoints=1,
             output_dir=str(run_dir.parent), run_name=run_dir.name, progress=args.progress,
         )  # fmt: skip
-    summary = train(config)
+    summary = train(config, pause_minutes=pause_minutes)
     return summary.run_dir, summary.steps
 
 
@@ -153,6 +165,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument(
         "--minutes", type=float, default=15.0, help="training minutes per run (equal wall time)"
     )
+    parser.add_argument(
+        "--chunk-minutes",
+        type=float,
+        default=0.0,
+        help="the arms of a seed take turns, each training this many minutes at a time (0: each in one go)",
+    )
     parser.add_argument("--pool", type=int, default=4, help="snapshots the pool arm keeps (--opponent-pool)")
     parser.add_argument("--pool-every", type=int, default=2, help="steps between the pool's snapshots")
     parser.add_argument("--tasks-per-step", type=int, default=None, help="default: the env preset's")
@@ -174,6 +192,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     args = parser.parse_args(argv)
     if args.minutes <= 0:
         parser.error("--minutes must be > 0: the arms get equal training time")
+    if args.chunk_minutes < 0:
+        parser.error("--chunk-minutes must be >= 0 (0: each arm trains in one go)")
     args.output_dir = str(Path(args.output_dir) / args.run_name)
     results = Path(args.results) if args.results else Path(args.output_dir).with_suffix(".json")
     record = json.loads(results.read_text()) if results.is_file() else {"cells": [], "untrained": {}}
@@ -192,10 +212,19 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             record["untrained"][env] = _evaluate(args, env, args.model, f"{env}-untrained")
             write_record(results, record)
         for seed in args.seeds:
-            for arm in args.arms:
-                if (env, arm, seed) in done:
-                    print(f"{env} {arm} seed {seed}: done (in {results}), skipped")
-                    continue
+            todo = [arm for arm in args.arms if (env, arm, seed) not in done]
+            for arm in sorted(set(args.arms) - set(todo)):
+                print(f"{env} {arm} seed {seed}: done (in {results}), skipped")
+            if args.chunk_minutes:
+                take_turns(
+                    todo,
+                    args.minutes,
+                    args.chunk_minutes,
+                    lambda arm, env=env, seed=seed: _run_dir(args, env, arm, seed),
+                    lambda arm, mark, env=env, seed=seed: _train(args, env, arm, seed, pause_minutes=mark),
+                    label=lambda arm, env=env, seed=seed: f"{env} {arm} seed {seed}",
+                )
+            for arm in todo:
                 run_dir, steps = _train(args, env, arm, seed)
                 after = _evaluate(args, env, str(run_dir), f"{env}-{arm}-seed{seed}")
                 logged = [json.loads(line) for line in (run_dir / "metrics.jsonl").open()]
@@ -203,7 +232,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 # the machine's speed as the cell trained: equal minutes are a fair budget at equal speed
                 speed = float(np.mean([r["tokens_per_s"] for r in logged]))
                 cell = {"env": env, "arm": arm, "seed": seed, "steps": steps, "train_minutes": trained / 60,
-                        "tokens_per_s": speed, "after": after, "run_dir": str(run_dir)}  # fmt: skip
+                        "tokens_per_s": speed, "chunk_minutes": args.chunk_minutes, "after": after,
+                        "run_dir": str(run_dir)}  # fmt: skip
                 record["cells"].append(cell)
                 write_record(results, record)  # a finished cell is never run again
     record["summary"] = summarise(record)

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import envs
-from benchmarks import learning
+from benchmarks import learning, learning_arms
 from benchmarks.learning_report import comparison_line
 from trainers.run.files import read_jsonl
 
@@ -27,8 +27,9 @@ def test_a_run_dir_left_by_a_benchmark_with_other_settings_is_refused_not_resume
     (tmp_path / "config.json").write_text(json.dumps({"init": "runs/old-warm-start", "seed": 0}))
     config = TrainConfig(init="runs/new-warm-start", seed=0)
     with pytest.raises(SystemExit, match="init='runs/old-warm-start'.*--run-name"):
-        learning._check_same_run(tmp_path, config)
-    learning._check_same_run(tmp_path, dataclasses.replace(config, init="runs/old-warm-start"))  # the same
+        learning_arms._check_same_run(tmp_path, config)
+    same = dataclasses.replace(config, init="runs/old-warm-start")
+    learning_arms._check_same_run(tmp_path, same)  # the same settings: resumed
 
 
 def test_a_missing_init_is_a_usage_error_naming_the_fix_before_any_work(tmp_path, capsys):

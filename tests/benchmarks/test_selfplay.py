@@ -13,15 +13,21 @@ from benchmarks import selfplay
 pytestmark = pytest.mark.memory(gb=1.5)
 
 
-def test_both_arms_train_for_the_same_minutes_and_a_rerun_resumes_the_file(tmp_path, capsys):
+def test_both_arms_train_for_the_same_minutes_in_turns_and_a_rerun_resumes_the_file(tmp_path, capsys):
     tiny = "--model tiny-test --envs tictactoe --seeds 0 --minutes 0.01 --max-new-tokens 2 --eval-tasks 2"
-    args = [*tiny.split(), "--no-progress", "--output-dir", str(tmp_path)]
+    args = [*tiny.split(), "--chunk-minutes", "0.005", "--no-progress", "--output-dir", str(tmp_path)]
     record = selfplay.main(args)
+    turns = [line for line in capsys.readouterr().out.splitlines() if "training to" in line]
+    assert turns[:2] == [  # each arm's first turn, then the next mark's
+        "tictactoe selfplay seed 0: training to 0.005 of 0.01 minutes",
+        "tictactoe pool seed 0: training to 0.005 of 0.01 minutes",
+    ]
     results = tmp_path / "pool-vs-selfplay.json"
     assert json.loads(results.read_text()) == json.loads(json.dumps(record))
     cells = {cell["arm"]: cell for cell in record["cells"]}
     assert set(cells) == {"selfplay", "pool"} and all(c["steps"] >= 1 for c in cells.values())
     assert all(c["tokens_per_s"] > 0 for c in cells.values())  # the machine's speed as each trained
+    assert all(c["chunk_minutes"] == 0.005 and c["train_minutes"] >= 0.01 for c in cells.values())
     for cell in cells.values():
         assert {"vs/random/win", "vs/base/win", "elo/model"} <= set(cell["after"])
     pool_steps = [json.loads(line) for line in open(f"{cells['pool']['run_dir']}/metrics.jsonl")]
