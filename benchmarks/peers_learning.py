@@ -109,7 +109,8 @@ def run_cell(args: argparse.Namespace, arm: Arm, seed: int, out: Path) -> dict[s
     record, or None when the library could not run (said why)."""
     spec = cell_spec(args, arm, seed)
     trained = out / "trained.json"  # the side's result with its process's wall time and peak RSS
-    if trained.is_file() and json.loads((out / "spec.json").read_text()) == spec:
+    same_spec = (out / "spec.json").is_file() and json.loads((out / "spec.json").read_text()) == spec
+    if trained.is_file() and same_spec:
         result = json.loads(trained.read_text())  # trained earlier: only evaluation was left
     else:
         if out.exists():  # cut off in training (or another protocol's): from the start
