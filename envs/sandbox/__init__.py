@@ -69,7 +69,9 @@ Always, in both modes:
   The kernel never applies it to uid 0, so it is listed only when the program runs under
   another uid (``nobody``, a non-root host user, or 65534 of bwrap's user
   namespace, where Linux >= 5.14 counts per namespace); for ``nobody`` the tasks that uid
-  already had are added (counted in ``/proc`` at spawn).
+  already had are added (counted in ``/proc`` at spawn), so beside other ``nobody`` sandboxes
+  that end while it runs a program can fork past ``max_processes`` until the watchdog's next
+  sample (reason ``processes``).
 * ``budget``: the host's watchdog (``budget.py``) walks the run's process tree every 20 ms
   and kills the run when its tasks (processes and threads) pass ``max_processes``
   (reason ``processes``) or the summed proportional set size of its processes passes
