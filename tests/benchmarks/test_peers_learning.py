@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from benchmarks import peers_learning
+from benchmarks import peers, peers_learning
 
 pytestmark = pytest.mark.memory(gb=1)
 
@@ -82,3 +82,26 @@ def test_a_missing_warm_start_names_the_command_that_makes_one(tmp_path, capsys)
     with pytest.raises(SystemExit):
         peers_learning.main(["--init", str(tmp_path / "missing"), "--out", str(tmp_path)])
     assert "python -m trainers.sft --env plan_path-v1" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(
+    not peers.DEFAULT_PEERS_PYTHON.exists(),
+    reason=f"the peers' virtualenv is not installed ({peers.INSTALL_HINT}); CI does not install it",
+)
+def test_trl_and_comlrl_stop_on_the_budget_and_keep_their_marks(tmp_path, warm_start):
+    out = tmp_path / "out"
+    args = [
+        "--init", str(warm_start), "--model", "tiny-test", "--arms", "trl", "comlrl", "--seeds", "0",
+        "--minutes", "0.000002", "--mark-minutes", "0.000001", "--tasks-per-step", "2",
+        "--num-generations", "2", "--max-new-tokens", "4", "--eval-tasks", "2", "--threads", "1",
+        "--out", str(out),
+    ]  # fmt: skip
+    peers_learning.main(args)
+    cells = {cell["arm"]: cell for cell in json.loads((out / "peers-learning.json").read_text())["cells"]}
+    assert set(cells) == {"trl", "comlrl"}
+    for cell in cells.values():
+        assert cell["steps"] == 1  # the budget, not the step cap, ended it
+        assert [(m["minutes"], m["step"]) for m in cell["marks"]] == [(1e-6, 1), (2e-6, 1)]
+        assert all(0 <= m["success"] <= 1 for m in cell["marks"])
+    assert (out / "team" / "comlrl" / "seed0" / "marks" / "step_000001" / "executor").is_dir()
