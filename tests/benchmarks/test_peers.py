@@ -18,6 +18,9 @@ from envs.core import role_of
 from trainers.records import TaskKey
 from trainers.rollout import RolloutRequest, play
 
+# measured 992 MB added where the peers' virtualenv is installed (their sides and evaluations)
+pytestmark = pytest.mark.memory(gb=1)
+
 QUICK = ["--steps", "1", "--tasks-per-step", "2", "--num-generations", "2", "--max-new-tokens", "4"]
 QUICK += ["--eval-tasks", "2", "--model", "tiny-test", "--threads", "1"]
 
