@@ -26,6 +26,7 @@ def run(spec: dict[str, Any], out: Path) -> dict[str, Any]:
     from trainers.at_grpo import train
     from trainers.clock import UNCAPPED_STEPS, marks_passed
     from trainers.config import TrainConfig
+    from trainers.run.checkpoint import checkpoint_dir
     from trainers.run.files import read_jsonl
 
     side = spec["teamgym"]
@@ -70,7 +71,7 @@ def run(spec: dict[str, Any], out: Path) -> dict[str, Any]:
     for record in read_jsonl(summary.run_dir / "metrics.jsonl"):
         before, trained = trained, trained + record["time/step"]
         for mark in marks_passed(budget.marks, before, trained):  # the run checkpointed that step
-            checkpoint = summary.run_dir / "checkpoints" / f"step_{record['step']:06d}"
+            checkpoint = checkpoint_dir(summary.run_dir, record["step"])
             marks.append(
                 {"minutes": mark, "step": record["step"], "trained_s": trained, "adapters": str(checkpoint)}
             )

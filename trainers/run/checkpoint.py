@@ -64,6 +64,7 @@ __all__ = [
     "find_checkpoint",
     "latest_checkpoint",
     "checkpoint_step",
+    "checkpoint_dir",
     "resume_checkpoint",
     "list_checkpoints",
     "unit_models_of",
@@ -76,7 +77,8 @@ UNIT_MODELS = "unit_models"  # the weights file's metadata key: {unit: model}
 _TMP = ".tmp-"
 
 
-def _checkpoint_dir(run_dir: Path, step: int) -> Path:
+def checkpoint_dir(run_dir: Path, step: int) -> Path:
+    """Where step ``step``'s checkpoint of ``run_dir`` lives (``checkpoints/step_<N>``)."""
     return run_dir / "checkpoints" / f"{_PREFIX}{step:06d}"
 
 
@@ -146,7 +148,7 @@ def save_checkpoint(
     """
 
     run_dir = Path(run_dir)
-    final = _checkpoint_dir(run_dir, step)
+    final = checkpoint_dir(run_dir, step)
     tmp = final.with_name(f"{_TMP}{final.name}-{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
