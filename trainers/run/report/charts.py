@@ -53,20 +53,19 @@ class LineChart:
 
 
 def _nice_ticks(low: float, high: float, count: int = 5) -> list[float]:
-    """About ``count`` round tick values covering [low, high]."""
-    if high <= low:
+    """About ``count`` round tick values covering [low, high].
+
+    A range narrower than float rounding (two evaluations equal but for their last bit, as
+    0.19375 and 0.19375000000000003) is drawn as one value with a unit around it: a step that
+    small would not move ``low`` when added to it. Ticks are ``i * step``, never a running sum,
+    so their number is bounded by ``count`` + 2."""
+    if high - low <= 1e-9 * max(abs(low), abs(high), 1.0):
         high = low + 1.0
     raw = (high - low) / max(count - 1, 1)
     magnitude = 10 ** math.floor(math.log10(raw))
     step = next(m * magnitude for m in (1, 2, 2.5, 5, 10) if m * magnitude >= raw)
-    first = math.floor(low / step) * step
-    ticks, value = [], first
-    while value <= high + step * 1e-9:
-        ticks.append(round(value, 10))
-        value += step
-    if ticks[-1] < high:
-        ticks.append(round(value, 10))
-    return ticks
+    first, last = math.floor(low / step), math.ceil(high / step - 1e-9)
+    return [round(i * step, 10) for i in range(first, last + 1)]
 
 
 def _label(value: float) -> str:
@@ -82,7 +81,13 @@ def line_chart(
 ) -> LineChart | None:
     """A chart of ``series`` (name -> (steps, values)), x = training step; ``rate``: the y axis
     is 0..1 (an all-zero success curve reads as zero, not as noise). None without data."""
-    series = {name: (list(xs), list(ys)) for name, (xs, ys) in series.items() if xs}
+    # A metric with no value at a step (NaN, e.g. turns to success when nothing succeeded) has
+    # no point there.
+    series = {
+        name: ([x for x, y in kept], [y for _, y in kept])
+        for name, (xs, ys) in series.items()
+        if (kept := [(x, y) for x, y in zip(xs, ys, strict=True) if math.isfinite(y)])
+    }
     if not series:
         return None
     xs = [x for steps, _ in series.values() for x in steps]
