@@ -10,9 +10,9 @@ import envs
 from benchmarks.eval_config import ConfigError, EvalConfig
 from benchmarks.eval_report import Column
 from benchmarks.suites import suite_env_ids
-from trainers.config import env_preset
 from trainers.env_setup import EnvSetup
 from trainers.evaluation import check_eval_tasks
+from trainers.presets import env_preset
 from trainers.records import TaskKey
 
 

@@ -67,10 +67,10 @@ from benchmarks.game_probes import GAME_PROBES
 from benchmarks.ladder import ladder_metrics
 from trainers.backends import AUTO, BACKENDS, apply_thread_policy, check_model_available, choose_backend
 from trainers.cli import config_to_dict, parse_overrides
-from trainers.config import env_preset
 from trainers.env_setup import EnvSetup
 from trainers.errors import run_command
 from trainers.evaluation import EVAL_SEED, benchmark_metrics, evaluate_tasks
+from trainers.presets import env_preset
 from trainers.progress import RunProgress
 from trainers.rollout import role_sampling_for
 from trainers.run.dirs import check_writable_dir

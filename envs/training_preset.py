@@ -35,7 +35,7 @@ class TrainingPreset:
         policy: How the team's roles share trainable weights when ``--policy`` is not given:
             ``"shared"`` (one policy in every role: a game's self-play, where the seats differ
             by prompt only) or ``"per_role"``; None leaves it to the ``--algo`` preset.
-        algo: The algorithm preset (``trainers.config.ALGO_PRESETS``) when ``--algo`` is not
+        algo: The algorithm preset (``trainers.presets.ALGO_PRESETS``) when ``--algo`` is not
             given; None: ``at_grpo``. Zero-sum self-play games set ``"spiral"`` (episode-level
             groups with a per-seat baseline): one-step branch rewards are 0 on almost every
             game turn, so tree groups would carry no signal there.

@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 
 from trainers.advantages import ADVANTAGE_ESTIMATORS
-from trainers.config import ALGO_PRESETS
+from trainers.presets import ALGO_PRESETS
 
 REPO = Path(__file__).resolve().parents[1]
 ALGORITHMS = REPO / "docs" / "algorithms.md"

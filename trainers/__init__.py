@@ -2,10 +2,13 @@
 
 The core (flat modules): the commands (``at_grpo`` and its aliases ``gigpo`` / ``matpo``,
 ``sft``), their configs (``config``, ``sft_config``, built from the shared field groups of
-``config_fields``; ``cli``, ``backends``, ``errors``), and the
-algorithm they run: ``rollout`` (tree and plain sampling) -> ``records`` -> ``grouping`` +
-``advantages`` (the estimators) -> ``losses`` + ``prefix`` + ``activations`` -> ``learner``
-(``supervised`` for the warm start's NLL, ``demonstrations`` for its replies), with
+``config_fields``; ``presets`` for what ``--algo`` and an env's preset mean, ``role_flags``
+for the per-role flags; ``cli`` over ``field_docs``, ``backends``, ``errors``), and the
+algorithm they run:
+``rollout`` (tree and plain sampling) -> ``records`` -> ``grouping`` + ``advantages`` (the
+estimators, over ``sample_returns``; ``rae`` for self-play) -> ``losses`` + ``prefix`` +
+``activations`` -> ``learner`` (``supervised`` for the warm start's NLL, ``demonstrations``
+for its replies), with
 ``evaluation``, ``teams``, ``clock``, ``progress`` and ``seeding`` beside them.
 
 The sub-packages:

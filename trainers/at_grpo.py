@@ -68,13 +68,13 @@ from trainers.config import (
     ConfigError,
     TrainConfig,
     check_required_role,
-    check_role_names,
     resolve_config,
 )
 from trainers.errors import run_command
 from trainers.evaluation import held_out_line, plays_test
 from trainers.progress import RunProgress
 from trainers.records import RolloutBatch
+from trainers.role_flags import check_role_names
 from trainers.run.dirs import check_writable_dir, load_saved_config
 from trainers.run.episodes import write_episodes
 from trainers.run.files import trained_seconds

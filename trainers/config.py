@@ -1,6 +1,7 @@
-"""The training command's configuration: one frozen dataclass, algorithm and env presets.
+"""The training command's configuration: one frozen dataclass, its validation and resolution.
 
-Fields left at ``None`` are filled by :func:`resolve_config` from two presets:
+Fields left at ``None`` are filled by :func:`resolve_config` from two presets
+(``trainers.presets``):
 
 * ``ALGO_PRESETS``: what ``--algo`` means (rollout mode + advantage estimator);
 * the env's own ``TRAINING`` preset (``envs.TrainingPreset``: reply length, temperature,
@@ -14,13 +15,11 @@ errors name the field and the fix.
 from __future__ import annotations
 
 import dataclasses
-import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 import envs
-from agents.scripted import SCRIPTED_POLICIES
 from trainers.advantages import ADVANTAGE_ESTIMATORS, EstimatorSpec
 from trainers.backends import (
     AUTO,
@@ -43,83 +42,31 @@ from trainers.config_fields import (
     SamplingFields,
     TeamFields,
     check_at_least,
-    parse_role_policies,
 )
 from trainers.env_setup import EnvSetup
 from trainers.errors import ConfigError
+from trainers.presets import (
+    ALGO_PRESETS,
+    LOSS_ADVANTAGE_SCALE,
+    LOSS_DYNAMIC_SAMPLING,
+    check_team,
+    effective_algo,
+    env_name,
+    env_preset,
+    preset_role_lengths,
+)
+from trainers.role_flags import check_scripted_roles, frozen_roles, scripted_roles
 
 if TYPE_CHECKING:
     from trainers.learner import LearnerConfig  # imported when used: it brings torch
 
 __all__ = [
     "TrainConfig",
-    "ALGO_PRESETS",
-    "env_preset",
     "resolve_config",
     "estimator_options",
     "check_required_role",
     "ConfigError",
 ]
-
-
-ALGO_PRESETS: dict[str, dict[str, Any]] = {
-    # AT-GRPO: K candidates per (task, turn, agent) node from one selected state; per-role
-    # weights (the paper's default regime; --policy shared is its one-model regime).
-    "at_grpo": {"rollout": "tree", "estimator": "at_grpo", "policy": "per_role"},
-    # Plain GRPO: K independent episodes per task, one group per task.
-    "grpo": {"rollout": "plain", "estimator": "grpo", "policy": "per_role"},
-    # GiGPO: K independent episodes, episode groups + anchor-state step groups.
-    "gigpo": {"rollout": "plain", "estimator": "gigpo", "policy": "per_role"},
-    # MATPO: K planner-rooted episodes per task, the team's outcome credited to every turn. One
-    # model plays planner and worker (the paper's setting); --policy per_role trains one each.
-    "matpo": {"rollout": "plain", "estimator": "matpo", "policy": "shared"},
-    # SPIRAL: self-play of zero-sum games. K independent episodes per task, every turn a seat
-    # played credited with that seat's episode return minus a per-(env, seat) moving baseline
-    # (RAE); one model plays every seat. The zero-sum games' presets pick it.
-    "spiral": {"rollout": "plain", "estimator": "rae", "policy": "shared"},
-}
-
-# What each loss preset means for the advantages (``advantage_scale``) and for dynamic sampling
-# when those fields are left at None: Dr. GRPO drops the std (A = r - mean), DAPO drops
-# zero-advantage groups; GRPO does neither.
-LOSS_ADVANTAGE_SCALE: dict[str, str] = {"grpo": "group", "dapo": "group", "dr_grpo": "none"}
-LOSS_DYNAMIC_SAMPLING: dict[str, bool] = {"grpo": False, "dapo": True, "dr_grpo": False}
-
-
-def check_team(env_name: str, team: str) -> None:
-    """Refuse a team variant the env does not have (an env that declares no TEAMS takes any)."""
-    teams = envs.spec(env_name).teams
-    if teams and team not in teams:
-        fix = f"pass e.g. --team {next(iter(teams))}"
-        raise ConfigError(f"team={team!r}: {env_name} has the teams {', '.join(teams)}; {fix}")
-
-
-def preset_role_lengths(env_id: str, variants: Sequence[str]) -> dict[str, int]:
-    """The env preset's per-role reply lengths for the roles of team ``variants`` (a planning
-    env's ``tool`` entry means nothing to its ``mas`` team, and must not set its loss divisor)."""
-    roles = {role for variant in variants for role in (envs.spec(env_id).teams or {}).get(variant, ())}
-    return {role: n for role, n in env_preset(env_id)["role_max_new_tokens"].items() if role in roles}
-
-
-def env_preset(env_id: str) -> dict[str, Any]:
-    """The training preset of an env (``envs.spec(env_id).training``) as ``TrainConfig`` field
-    values: ``env_kwargs`` (sizes and the training horizon), ``tasks_per_step``,
-    ``max_new_tokens``, ``role_max_new_tokens``, ``temperature``, ``steps``, ``eval_every``, ``eval_tasks``,
-    ``policy`` (None: the env leaves it to the algo preset) and ``algo`` (None: at_grpo)."""
-    spec = envs.spec(env_id)
-    preset = spec.training
-    return {
-        "env_kwargs": preset.make_kwargs(spec.default_max_cycles),
-        "tasks_per_step": preset.tasks_per_step,
-        "max_new_tokens": preset.max_new_tokens,
-        "role_max_new_tokens": dict(preset.role_max_new_tokens),
-        "temperature": preset.temperature,
-        "steps": preset.steps,
-        "eval_every": preset.eval_every,
-        "eval_tasks": preset.eval_tasks,
-        "policy": preset.policy,
-        "algo": preset.algo,
-    }
 
 
 @dataclass(frozen=True)
@@ -423,22 +370,6 @@ def _validate(config: TrainConfig) -> None:
     _check_estimator(config)
 
 
-def effective_algo(config: TrainConfig) -> str:
-    """The algorithm preset a config runs: ``--algo``, else the env preset's, else at_grpo."""
-    if config.algo is not None:
-        return config.algo
-    try:
-        preset = envs.spec(config.env).training.algo
-    except (KeyError, ImportError):  # an unknown env is reported by resolve_config, naming the fix
-        preset = None
-    if preset is not None and preset not in ALGO_PRESETS:
-        raise ConfigError(
-            f"env {config.env!r}: its TrainingPreset.algo={preset!r} is not an algorithm preset "
-            f"({', '.join(ALGO_PRESETS)}); fix the env's TRAINING, or pass --algo"
-        )
-    return preset or "at_grpo"
-
-
 def _estimator_spec(config: TrainConfig) -> tuple[str, EstimatorSpec]:
     """The estimator the run will use once the algo preset fills ``estimator``, and its spec."""
     name = config.estimator or ALGO_PRESETS[effective_algo(config)]["estimator"]
@@ -491,62 +422,6 @@ def _check_estimator(config: TrainConfig) -> None:
         check_scripted_roles(scripted, teams[config.team], frozen)
 
 
-def scripted_roles(items: Sequence[str]) -> dict[str, str]:
-    """``--roles`` items ``ROLE=POLICY`` as role -> scripted policy name, checked."""
-    example = "--roles second=random (the model plays every role not named)"
-    return parse_role_policies(items, tuple(SCRIPTED_POLICIES), example)
-
-
-def frozen_roles(items: Sequence[str]) -> dict[str, str | None]:
-    """``--frozen`` items ``ROLE`` / ``ROLE=RUN`` as role -> the run whose weights it plays (None:
-    ``--init``'s, else its base model), checked."""
-    found: dict[str, str | None] = {}
-    for item in items:
-        role, sep, run = item.partition("=")
-        if not re.fullmatch(r"[a-z][a-z0-9]*", role) or (sep and not run):
-            raise ConfigError(
-                f"frozen: {item!r} is not ROLE or ROLE=RUN; e.g. --frozen executor, --frozen executor=runs/w"
-            )
-        if role in found:
-            raise ConfigError(f"frozen: each role may be named once, got {list(items)}")
-        found[role] = run or None
-    return found
-
-
-def check_scripted_roles(
-    scripted: Mapping[str, str], roles: Sequence[str], frozen: Mapping[str, str | None] | None = None
-) -> None:
-    """Every scripted (``--roles``) and frozen (``--frozen``) role is one of the team's, none is
-    both, and at least one role is left to train."""
-    frozen = frozen or {}
-    for flag, named in (("roles", scripted), ("frozen", frozen)):
-        unknown = [role for role in named if role not in roles]
-        if unknown:
-            raise ConfigError(f"{flag}: {unknown} not in the team's roles {list(roles)}; name one of those")
-    both = sorted(set(scripted) & set(frozen))
-    if both:
-        raise ConfigError(f"frozen: {both} scripted too (--roles); a role is played by one or the other")
-    if set(roles) <= set(scripted) | set(frozen):
-        what = "scripted" if not frozen else "scripted or frozen"
-        raise ConfigError(
-            f"roles: every role ({list(roles)}) is {what}, so nothing would train; leave one to the model"
-        )
-
-
-def check_role_names(config: Any, roles: tuple[str, ...], team: str) -> None:
-    """Refuse per-role values (``role_temperature``, ``role_max_new_tokens``, ``role_model``) for
-    roles that ``team`` (its roles: ``roles``) does not have (a typo would otherwise change
-    nothing, silently)."""
-    for name in ("role_temperature", "role_max_new_tokens", "role_model"):
-        unknown = sorted(set(getattr(config, name, {}) or {}) - set(roles))
-        if unknown:
-            flag = "--" + name.removeprefix("role_").replace("_", "-")
-            raise ConfigError(
-                f"{flag} names {unknown}, not roles of {config.env} team {team!r}: its roles are "
-                f"{list(roles)} (write {flag} ROLE=VALUE with one of them)"
-            )
-
-
 def check_required_role(
     config: TrainConfig, roles: tuple[str, ...], teams: Mapping[str, tuple[str, ...]] | None = None
 ) -> None:
@@ -565,19 +440,10 @@ def check_required_role(
     )
 
 
-def _env_name(env_id: str) -> str:
-    try:
-        return envs.spec(env_id).name
-    except KeyError as err:
-        raise ConfigError(f"env={env_id!r} is not registered: {err.args[0]}") from None
-    except ImportError as err:  # envs.EnvModuleError: "module:id" names a module that cannot be imported
-        raise ConfigError(f"env={env_id!r}: {err}") from None
-
-
 def resolve_config(config: TrainConfig) -> TrainConfig:
     """Fill every ``None`` preset field from the algo and env presets (explicit values win;
     ``env_kwargs`` is merged over the preset's)."""
-    name = _env_name(config.env)
+    name = env_name(config.env)
     check_team(name, config.team)
     env_values = env_preset(name)
     algo = effective_algo(config)

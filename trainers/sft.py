@@ -51,10 +51,10 @@ from agents.team import Team
 from trainers.backends import apply_thread_policy
 from trainers.cli import config_to_dict, parse_overrides
 from trainers.clock import TrainingClock, bar_total
-from trainers.config import ConfigError, check_role_names
-from trainers.errors import run_command
+from trainers.errors import ConfigError, run_command
 from trainers.evaluation import evaluate, held_out_line, plays_test
 from trainers.progress import RunProgress
+from trainers.role_flags import check_role_names
 from trainers.rollout import role_sampling_for
 from trainers.run.checkpoint import load_checkpoint, save_checkpoint
 from trainers.run.dirs import load_saved_config

@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 import envs
 from trainers.backends import BackendConfig, PolicyFactory, policy_factory
-from trainers.config import ConfigError, TrainConfig, _env_name, env_preset, preset_role_lengths
+from trainers.config import ConfigError, TrainConfig
 from trainers.config_fields import (
     CheckpointFields,
     DeviceFields,
@@ -26,6 +26,7 @@ from trainers.config_fields import (
     check_at_least,
 )
 from trainers.env_setup import EnvSetup
+from trainers.presets import env_name, env_preset, preset_role_lengths
 
 __all__ = [
     "SFTConfig",
@@ -167,7 +168,7 @@ SFT_RESUMABLE_OVERRIDES = frozenset(
 
 def warm_start_preset(env_id: str) -> dict[str, Any]:
     """The env's warm-start values (``TrainingPreset.warm_start``), checked against the fields."""
-    name = _env_name(env_id)
+    name = env_name(env_id)
     values = dict(envs.spec(name).training.warm_start)
     unknown = sorted(set(values) - {f.name for f in dataclasses.fields(SFTConfig)})
     if unknown:
@@ -195,11 +196,11 @@ def resolve_sft_config(config: SFTConfig) -> SFTConfig:
     """Fill the preset fields: the env's training preset (``envs.TrainingPreset``:
     env_kwargs and max_new_tokens, so demonstrations have the shape of its rollouts) and the lr
     default."""
-    preset = env_preset(_env_name(config.env))
+    preset = env_preset(env_name(config.env))
     updates: dict[str, Any] = {
         "env_kwargs": {**preset["env_kwargs"], **config.env_kwargs},
         "role_max_new_tokens": {
-            **preset_role_lengths(_env_name(config.env), config.teams),
+            **preset_role_lengths(env_name(config.env), config.teams),
             **config.role_max_new_tokens,
         },
     }

@@ -24,8 +24,8 @@ from agents.base import ServedPolicy
 from agents.hf import LoraSettings
 from agents.scripted import SCRIPTED_POLICIES, RandomPolicy
 from agents.team import RoleBinding, Team, close_policies
-from trainers.config import frozen_roles, scripted_roles
 from trainers.errors import ConfigError
+from trainers.role_flags import frozen_roles, scripted_roles
 
 __all__ = [
     "build_team",

@@ -164,7 +164,7 @@ def test_the_training_presets_raise_no_warning_on_any_builtin_env(name):
 
     import envs
     from envs.splits import split_seeds
-    from trainers.config import env_preset
+    from trainers.presets import env_preset
 
     kwargs = env_preset(name)["env_kwargs"]
     beyond_horizon = 0

@@ -13,9 +13,10 @@ from typing import Any
 from agents.team import RoleBinding
 from trainers.backends import BackendConfig
 from trainers.cli import config_from_dict
-from trainers.config import TrainConfig, check_scripted_roles, frozen_roles, scripted_roles
+from trainers.config import TrainConfig
 from trainers.errors import ConfigError
 from trainers.learner import Learner
+from trainers.role_flags import check_scripted_roles, frozen_roles, scripted_roles
 from trainers.run.checkpoint import find_checkpoint, load_weights
 from trainers.sft_config import SFTConfig, as_train_config, is_sft_config
 from trainers.teams import build_team, sync_served_weights

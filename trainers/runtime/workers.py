@@ -34,9 +34,9 @@ from agents.base import Generation, Prompt, SamplingParams, ServedPolicy, as_pro
 from agents.hf import HFPolicy
 from agents.scripted import SCRIPTED_POLICIES, RandomPolicy
 from agents.team import RoleBinding, Team
-from trainers.config import scripted_roles
 from trainers.learner import DataParallel, Learner
 from trainers.records import RolloutBatch
+from trainers.role_flags import scripted_roles
 from trainers.rollout import RolloutRequest, play
 from trainers.run.checkpoint import unit_tensors
 from trainers.run.trained_team import build_run_team
