@@ -5,7 +5,9 @@ diagnostics) lives in ``trainers.grouping`` and is re-exported here. This module
 the training samples (``Sequence[Turn]``) that build group keys from ``Turn`` fields and return an
 :class:`AdvantageResult` (one advantage and one loss weight per sample, in input order), registered
 in :data:`ADVANTAGE_ESTIMATORS` and called by name through :func:`compute_advantages` (the contract
-and the registry live in ``trainers.estimator_registry``; both are re-exported here).
+and the registry live in ``trainers.estimator_registry``; both are re-exported here). Episodes,
+agents' parts of them and their returns are built by ``trainers.sample_returns``; the self-play
+estimator (RAE, the one that keeps state between batches) lives in ``trainers.rae``.
 
 A new estimator is one function and one :func:`register_estimator` call that declares what it
 needs (the rollouts it is meaningful on, a role the team must have, which keyword takes
@@ -28,7 +30,7 @@ std + eps):
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Hashable, Sequence
 
 import numpy as np
 
@@ -48,7 +50,17 @@ from trainers.grouping import (
     normalize_in_groups,
     rloo_in_groups,
 )
+from trainers.rae import rae
 from trainers.records import Turn
+from trainers.sample_returns import (
+    advantage_result,
+    episode_agent_returns,
+    episode_members,
+    member_sums,
+    members,
+    prefixed,
+    sample_rewards,
+)
 
 _GIGPO_NORMS = {"mean_std_norm": "group", "mean_norm": "none"}
 
@@ -79,57 +91,6 @@ __all__ = [
 # Layer 2: record-level estimators
 
 
-def _result(
-    adv: np.ndarray, diagnostics: dict[str, float | dict], weights: np.ndarray | None = None
-) -> AdvantageResult:
-    adv = np.asarray(adv, dtype=np.float64)
-    w = np.ones_like(adv) if weights is None else np.asarray(weights, dtype=np.float64)
-    return AdvantageResult(adv, w, {"num_samples": len(adv), **diagnostics})
-
-
-def _prefixed(prefix: str, stats: dict[str, float | dict]) -> dict[str, float | dict]:
-    return {f"{prefix}/{k}": v for k, v in stats.items()}
-
-
-def _rewards(samples: Sequence[Turn]) -> np.ndarray:
-    return np.array([float(s.reward) for s in samples], dtype=np.float64)
-
-
-def _members(
-    samples: Sequence[Turn], member: Callable[[Turn], Hashable], group: Callable[[Turn], Hashable]
-) -> tuple[np.ndarray, np.ndarray]:
-    """Members made of several samples (an episode, an agent's part of one): the member id of
-    every sample and the group id of every member."""
-    of_sample = group_ids([member(s) for s in samples])
-    group_of: list[Hashable] = [None] * (int(of_sample.max()) + 1 if len(of_sample) else 0)
-    for s, m in zip(samples, of_sample.tolist(), strict=True):
-        group_of[m] = group(s)
-    return of_sample, group_ids(group_of)
-
-
-def _member_sums(samples: Sequence[Turn], values: np.ndarray, of_sample: np.ndarray, n: int) -> np.ndarray:
-    """Sum of ``values`` over the selected samples of each member (the path return)."""
-    selected = np.array([s.selected for s in samples], dtype=np.float64)
-    return np.bincount(of_sample, weights=values * selected, minlength=n)
-
-
-def _episodes(samples: Sequence[Turn]) -> tuple[np.ndarray, np.ndarray]:
-    return _members(samples, lambda s: (s.task, s.episode), lambda s: s.task)
-
-
-def _agent_returns(samples: Sequence[Turn], episode_of: np.ndarray, n: int) -> list[dict[str, float]]:
-    """Per episode, the return of every agent that acts in it: the sum over the selected samples
-    of what each step paid that agent (``Turn.reward_of``), i.e. ``Episode.returns[agent]``."""
-    returns: list[dict[str, float]] = [{} for _ in range(n)]
-    for s, e in zip(samples, episode_of.tolist(), strict=True):
-        returns[e][s.agent] = 0.0
-    for s, e in zip(samples, episode_of.tolist(), strict=True):
-        if s.selected:
-            for agent in returns[e]:
-                returns[e][agent] += s.reward_of(agent)
-    return returns
-
-
 def grpo(samples: Sequence[Turn], *, scale: str = "group") -> AdvantageResult:
     """Single-agent GRPO baseline: group key (task) over whole episodes.
 
@@ -137,17 +98,17 @@ def grpo(samples: Sequence[Turn], *, scale: str = "group") -> AdvantageResult:
     episodes of the task (one value per episode), broadcast to every sample of episode i. K = 2
     episodes per task with ``scale="group"`` is 2-GRPO: A = +-1 (0 if R_1 = R_2) up to eps.
     """
-    ep, ep_task = _episodes(samples)
-    returns = _member_sums(samples, _rewards(samples), ep, len(ep_task))
-    return _result(normalize_in_groups(returns, ep_task, scale)[ep], group_stats(ep_task, returns))
+    ep, ep_task = episode_members(samples)
+    returns = member_sums(samples, sample_rewards(samples), ep, len(ep_task))
+    return advantage_result(normalize_in_groups(returns, ep_task, scale)[ep], group_stats(ep_task, returns))
 
 
 def rloo(samples: Sequence[Turn]) -> AdvantageResult:
     """RLOO over the episodes of a task: A_i = R_i - mean_{j != i} R_j = K/(K-1) (R_i - mean R),
     R_i the episode return, broadcast to every sample of episode i. One episode -> 0."""
-    ep, ep_task = _episodes(samples)
-    returns = _member_sums(samples, _rewards(samples), ep, len(ep_task))
-    return _result(rloo_in_groups(returns, ep_task)[ep], group_stats(ep_task, returns))
+    ep, ep_task = episode_members(samples)
+    returns = member_sums(samples, sample_rewards(samples), ep, len(ep_task))
+    return advantage_result(rloo_in_groups(returns, ep_task)[ep], group_stats(ep_task, returns))
 
 
 def at_grpo(samples: Sequence[Turn], *, scale: str = "group") -> AdvantageResult:
@@ -160,8 +121,8 @@ def at_grpo(samples: Sequence[Turn], *, scale: str = "group") -> AdvantageResult
     node) give singleton groups, hence A = 0: AT-GRPO needs tree rollouts with K >= 2.
     """
     ids = group_ids([(s.task, s.episode, s.tree_node, s.turn, s.agent) for s in samples])
-    r = _rewards(samples)
-    return _result(normalize_in_groups(r, ids, scale), group_stats(ids, r))
+    r = sample_rewards(samples)
+    return advantage_result(normalize_in_groups(r, ids, scale), group_stats(ids, r))
 
 
 def per_agent(samples: Sequence[Turn], *, scale: str = "group", base: str = "turn") -> AdvantageResult:
@@ -174,17 +135,17 @@ def per_agent(samples: Sequence[Turn], *, scale: str = "group", base: str = "tur
     Dr. MAS paper's per-agent return), broadcast to the agent's samples of that episode.
     """
     check_choice("base", base, ("turn", "episode"))
-    r = _rewards(samples)
+    r = sample_rewards(samples)
     if base == "turn":
         ids = group_ids([(s.task, s.agent) for s in samples])
-        return _result(normalize_in_groups(r, ids, scale), group_stats(ids, r))
-    ep, ep_task = _episodes(samples)
-    agent_returns = _agent_returns(samples, ep, len(ep_task))
-    member, groups = _members(samples, lambda s: (s.task, s.episode, s.agent), lambda s: (s.task, s.agent))
+        return advantage_result(normalize_in_groups(r, ids, scale), group_stats(ids, r))
+    ep, ep_task = episode_members(samples)
+    agent_returns = episode_agent_returns(samples, ep, len(ep_task))
+    member, groups = members(samples, lambda s: (s.task, s.episode, s.agent), lambda s: (s.task, s.agent))
     returns = np.zeros(len(groups))
     for s, e, m in zip(samples, ep.tolist(), member.tolist(), strict=True):
         returns[m] = agent_returns[e][s.agent]
-    return _result(normalize_in_groups(returns, groups, scale)[member], group_stats(groups, returns))
+    return advantage_result(normalize_in_groups(returns, groups, scale)[member], group_stats(groups, returns))
 
 
 GIGPO_STEP_RETURNS = ("agent", "path")
@@ -273,9 +234,9 @@ def gigpo(
         raise ValueError(
             f"gigpo needs plain episodes: task {clash[0]} episode {clash[1]} repeats step {clash[2]}"
         )
-    r = _rewards(samples) - invalid_penalty * np.array([s.invalid for s in samples], dtype=np.float64)
-    ep, ep_task = _episodes(samples)
-    returns = _member_sums(samples, r, ep, len(ep_task))
+    r = sample_rewards(samples) - invalid_penalty * np.array([s.invalid for s in samples], dtype=np.float64)
+    ep, ep_task = episode_members(samples)
+    returns = member_sums(samples, r, ep, len(ep_task))
     if episode_stats == "trajectory":
         adv_episode = normalize_in_groups(returns, ep_task, scale)[ep]
         episode_diag = group_stats(ep_task, returns)
@@ -291,9 +252,9 @@ def gigpo(
     else:
         anchors = group_ids([(s.task, s.agent, s.state_key, s.prompt) for s in samples])
     adv_step = normalize_in_groups(to_go, anchors, scale)
-    return _result(
+    return advantage_result(
         adv_episode + omega * adv_step,
-        {**_prefixed("episode", episode_diag), **_prefixed("anchor", group_stats(anchors, to_go))},
+        {**prefixed("episode", episode_diag), **prefixed("anchor", group_stats(anchors, to_go))},
     )
 
 
@@ -317,7 +278,7 @@ def matpo(samples: Sequence[Turn], *, planner_role: str = "planner", scale: str 
     Raises:
         ValueError: An episode has no turn of ``planner_role``.
     """
-    ep, ep_task = _episodes(samples)
+    ep, ep_task = episode_members(samples)
     n = len(ep_task)
     planners: list[set[str]] = [set() for _ in range(n)]
     for s, e in zip(samples, ep.tolist(), strict=True):
@@ -326,11 +287,13 @@ def matpo(samples: Sequence[Turn], *, planner_role: str = "planner", scale: str 
     if any(not agents for agents in planners):
         roles = sorted({s.role for s in samples})
         raise ValueError(f"matpo: an episode has no turn of role {planner_role!r} (roles seen: {roles})")
-    agent_returns = _agent_returns(samples, ep, n)
+    agent_returns = episode_agent_returns(samples, ep, n)
     scores = np.array([np.mean([agent_returns[e][a] for a in planners[e]]) for e in range(n)])
     sizes = np.bincount(ep, minlength=n)
     weights = (len(samples) / n) / sizes[ep] if n else np.ones(0)
-    return _result(normalize_in_groups(scores, ep_task, scale)[ep], group_stats(ep_task, scores), weights)
+    return advantage_result(
+        normalize_in_groups(scores, ep_task, scale)[ep], group_stats(ep_task, scores), weights
+    )
 
 
 def _tree_leaves(samples: Sequence[Turn], idx: list[int], r: np.ndarray) -> list[tuple[float, list[int]]]:
@@ -376,7 +339,7 @@ def tree(samples: Sequence[Turn], *, scale: str = "group") -> AdvantageResult:
     Raises:
         ValueError: Two samples share a node, or a node's ancestor is missing.
     """
-    r = _rewards(samples)
+    r = sample_rewards(samples)
     trees: dict[tuple[Hashable, int], list[int]] = defaultdict(list)
     for i, s in enumerate(samples):
         trees[(s.task, s.episode)].append(i)
@@ -392,88 +355,17 @@ def tree(samples: Sequence[Turn], *, scale: str = "group") -> AdvantageResult:
     for a, on_path in zip(leaf_adv, paths, strict=True):
         total[on_path] += a
         count[on_path] += 1
-    return _result(
+    return advantage_result(
         total / np.maximum(count, 1),
         {
             "num_leaves": len(values),
-            **_prefixed("inter", group_stats(tasks, values)),
-            **_prefixed("intra", group_stats(tree_keys, values)),
+            **prefixed("inter", group_stats(tasks, values)),
+            **prefixed("intra", group_stats(tree_keys, values)),
         },
     )
 
 
 # ---------------------------------------------------------------------------- the registry
-def rae(
-    samples: Sequence[Turn], *, decay: float = 0.95, debias: bool = True, state: Mapping | None = None
-) -> AdvantageResult:
-    """Role-conditioned advantage estimation (SPIRAL's RAE) for self-play: a baseline per seat.
-
-    Every sample an agent played in an episode gets ``A = R - b``: ``R`` is that agent's return
-    in the episode (``Episode.returns[agent]``) and ``b`` the exponential moving average of the
-    returns of ``(env, agent)`` so far, read before this batch updates it. After the batch, each
-    key's average moves once towards the batch's mean return of that key:
-    ``m <- decay * m + (1 - decay) * mean``, from ``m = 0``. No std scaling (SPIRAL's).
-    Seats have different expected returns (X's first-move edge, Kuhn's second-player edge),
-    and a shared-policy baseline would credit a seat for where it sits; per-seat baselines do
-    not, and unlike a group mean they need no K episodes of the same task.
-
-    ``debias`` (default): the baseline is the average without its pull towards the zero it
-    starts from, ``b = m / (1 - decay ** n)`` after ``n`` batches (Adam's bias correction: a
-    weighted mean of the past batch means), and a seat's first batch is measured against that
-    batch's own mean return of the seat. Why: at decay 0.95, ``m`` is still 74% zero after 6
-    batches, so a short run's advantages are its raw returns (all negative while the policy
-    loses): under it, 6 steps against random failed the tic-tac-toe CI learning test. ``debias=False``
-    is SPIRAL's zero-started baseline (``b = m``).
-
-    ``state``: ``{"baselines": {"<env id>|<agent>": m}, "batches": {key: n}}`` from the previous
-    call (``AdvantageResult.state``); None: no history. A state without ``batches`` (saved
-    before ``debias`` existed) continues as ``debias=False``, so an old run resumes exactly.
-    Diagnostics: ``rae/<env>|<agent>``, the baselines after the update.
-
-    Raises:
-        ValueError: ``decay`` outside [0, 1).
-    """
-    if not 0.0 <= decay < 1.0:
-        raise ValueError(f"rae: decay must be in [0, 1), got {decay!r}")
-    state = dict(state or {})
-    averages = {str(k): float(v) for k, v in dict(state.get("baselines", {})).items()}
-    batches = {str(k): int(v) for k, v in dict(state.get("batches", {})).items()}
-    debias = debias and ("batches" in state or not averages)  # a state from before debias: as then
-    ep, _ = _episodes(samples)
-    n = int(ep.max()) + 1 if len(ep) else 0
-    agent_returns = _agent_returns(samples, ep, n)
-    episode_key = [None] * n
-    for s, e in zip(samples, ep.tolist(), strict=True):
-        episode_key[e] = s.task.env_id
-    batch: dict[str, list[float]] = defaultdict(list)
-    for e in range(n):
-        for agent, value in agent_returns[e].items():
-            batch[f"{episode_key[e]}|{agent}"].append(value)
-    batch_mean = {key: float(np.mean(values)) for key, values in batch.items()}
-
-    def baseline(key: str) -> float:
-        if not debias:
-            return averages.get(key, 0.0)
-        if batches.get(key, 0) == 0:
-            return batch_mean[key]  # no history: this batch's mean return of the seat
-        return averages[key] / (1.0 - decay ** batches[key])
-
-    advantages = np.array(
-        [
-            agent_returns[e][s.agent] - baseline(f"{episode_key[e]}|{s.agent}")
-            for s, e in zip(samples, ep.tolist(), strict=True)
-        ],
-        dtype=np.float64,
-    )
-    for key, mean in batch_mean.items():
-        averages[key] = decay * averages.get(key, 0.0) + (1.0 - decay) * mean
-        batches[key] = batches.get(key, 0) + 1
-    diagnostics = {f"rae/{key}": baseline(key) for key in sorted(averages)}
-    result = _result(advantages, diagnostics)
-    new_state = {"baselines": averages, "batches": batches} if debias else {"baselines": averages}
-    return AdvantageResult(result.advantages, result.weights, result.diagnostics, new_state)
-
-
 register_estimator("grpo", grpo)
 register_estimator("rloo", rloo, scale_option=None)  # A = r - mean of the others, never std-scaled
 # A tree node's K candidates are the group: plain rollouts give singletons, hence A = 0.
