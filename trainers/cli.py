@@ -1,9 +1,10 @@
 """Command lines from frozen config dataclasses.
 
 A config class documents each field with an *attribute docstring* (the string literal right after
-the field) and groups fields with section comments (``# --- sampling ---``). :func:`build_parser`
-turns that into an :mod:`argparse` parser whose help is the docstrings, one argument group per
-section, so the config stays the single place where options are declared and explained.
+the field) and groups fields with section comments (``# --- sampling ---``), both read by
+``trainers.field_docs``. :func:`build_parser` turns that into an :mod:`argparse` parser whose
+help is the docstrings, one argument group per section, so the config stays the single place
+where options are declared and explained.
 
 Every option defaults to ``argparse.SUPPRESS``: parsing returns only what the user typed, and the
 caller layers those overrides on top of the dataclass defaults (or a resumed run's config).
@@ -23,23 +24,19 @@ need their own parsing either way; what remains of this module is that, plus the
 from __future__ import annotations
 
 import argparse
-import ast
 import contextlib
 import dataclasses
-import inspect
 import io
 import json
 import re
 import sys
-import textwrap
 import types
 import typing
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from itertools import pairwise
 from typing import Any, Literal, Union
 
 from trainers.errors import DEBUG_FLAG, DEBUG_HELP
+from trainers.field_docs import DEFAULT_GROUP, FieldDoc, field_docs
 
 __all__ = [
     "FieldDoc",
@@ -51,65 +48,10 @@ __all__ = [
     "parse_overrides",
 ]
 
-DEFAULT_GROUP = "options"
-_SECTION = re.compile(r"^\s*#\s*---\s*(?P<name>.+?)\s*---\s*$")
 _NO_ALIASES: Mapping[str, Sequence[str]] = types.MappingProxyType({})
 _SCALARS = (int, float, str)
 _JSON_EXAMPLE = '\'{"difficulty": "easy"}\''
 _Config = typing.TypeVar("_Config")
-
-
-@dataclass(frozen=True)
-class FieldDoc:
-    """Where a config field sits in the help: its section and its docstring."""
-
-    group: str
-    doc: str
-
-
-def _class_docs(cls: type) -> dict[str, FieldDoc]:
-    """Docs of the fields annotated in ``cls``'s own body (not its bases)."""
-    try:
-        source = textwrap.dedent(inspect.getsource(cls))
-    except (OSError, TypeError) as err:
-        raise TypeError(f"cannot read the source of {cls.__qualname__} to find its field docs") from err
-    tree = ast.parse(source)
-    node = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == cls.__name__)
-    # Group of each source line: the latest section comment at or above it (line numbers are 1-based).
-    groups, group = [DEFAULT_GROUP], DEFAULT_GROUP
-    for line in source.splitlines():
-        match = _SECTION.match(line)
-        group = match["name"] if match else group
-        groups.append(group)
-    docs = {}
-    for stmt, nxt in pairwise(node.body):
-        text = nxt.value.value if isinstance(nxt, ast.Expr) and isinstance(nxt.value, ast.Constant) else None
-        if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and isinstance(text, str):
-            doc = " ".join(inspect.cleandoc(text).split())
-            docs[stmt.target.id] = FieldDoc(group=groups[stmt.lineno - 1], doc=doc)
-    return docs
-
-
-def field_docs(cls: type) -> dict[str, FieldDoc]:
-    """Section and docstring of every field of dataclass ``cls``, in field order.
-
-    Base classes are read too (a subclass's docs win), so inherited fields keep their help.
-
-    Raises:
-        TypeError: ``cls`` is not a dataclass, or a field has no docstring.
-    """
-    if not (isinstance(cls, type) and dataclasses.is_dataclass(cls)):
-        raise TypeError(f"{cls!r} is not a dataclass type")
-    merged: dict[str, FieldDoc] = {}
-    for klass in reversed(cls.__mro__):
-        if dataclasses.is_dataclass(klass):
-            merged.update(_class_docs(klass))
-    docs = {}
-    for f in dataclasses.fields(cls):
-        if f.name not in merged:
-            raise TypeError(f"{cls.__qualname__}.{f.name} has no docstring (add a string literal after it)")
-        docs[f.name] = merged[f.name]
-    return docs
 
 
 def _unwrap_optional(tp: Any) -> tuple[Any, bool]:
