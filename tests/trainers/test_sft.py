@@ -1,4 +1,5 @@
-"""The supervised warm start: demonstrations, the reply-only loss, the command, resume, --init."""
+"""The supervised warm start: the reply-only loss, the command, resume, --init (its
+demonstrations: test_demonstrations.py)."""
 
 from __future__ import annotations
 
@@ -13,33 +14,18 @@ import torch
 import envs
 from agents.team import Team
 from tests.trainers.conftest import ONE_LINE_PROGRAM_ID, ONE_TOKEN_ID, OneTokenEnv
+from tests.trainers.sft_helpers import team_config
 from trainers.at_grpo import main as at_grpo_main
 from trainers.cli import parse_overrides
 from trainers.config import ConfigError, TrainConfig
-from trainers.demonstrations import oracle_demonstrations
 from trainers.evaluation import evaluate, validation_tasks
 from trainers.learner import Learner
-from trainers.records import TaskKey
 from trainers.run.init_weights import load_initial_weights
 from trainers.run.trained_team import load_trained_team
 from trainers.sft import batch_indices, format_sft_summary, lr_factor, main, train_sft
 from trainers.sft_config import SFTConfig, resolve_sft_config, sft_config_from_flags
 from trainers.supervised import SupervisedLearner
 from trainers.teams import build_team
-
-
-def _team_fields(**changes):
-    fields = dict(
-        model="tiny-test",
-        backend="hf",
-        device="cpu",
-        policy="shared",
-        lora=True,
-        lora_rank=4,
-        lora_alpha=8,
-        response_prefix="<answer>",
-    )
-    return TrainConfig(**{**fields, **changes})
 
 
 def _one_token_config(tmp_path, **changes) -> SFTConfig:
@@ -67,88 +53,13 @@ def _one_token_config(tmp_path, **changes) -> SFTConfig:
     return SFTConfig(**{**fields, **changes})
 
 
-# ---------------------------------------------------------------------------- demonstrations
-def test_oracle_demonstrations_carry_the_rollout_prompt_and_the_reply_through_the_stop():
-    env_kwargs = {"team": "mas", "difficulty": "easy", "max_cycles": 2}
-    env = envs.make("plan_path", **env_kwargs)
-    team = build_team(_team_fields(), env)
-    tasks = [TaskKey(envs.spec("plan_path").id, "train", seed) for seed in range(6)]
-    turns, failed, _ = oracle_demonstrations(team, tasks, env_kwargs=env_kwargs)
-    assert failed == 0 and {t.role for t in turns} == {"planner", "executor"}
-    policy = team.bindings["planner"].policy
-    replay = envs.make("plan_path", **env_kwargs)
-    replay.reset(seed=tasks[0].seed)
-    first = turns[0]
-    assert first.prompt_token_ids == tuple(policy.prompt_token_ids(team.prompt_for(replay, "planner_0")))
-    oracle = replay.oracle_response("planner_0")  # "<answer>R D ...</answer>"
-    assert policy.tokenizer.decode(first.token_ids) == oracle[len("<answer>") :]
-    assert first.response == oracle[: -len("</answer>")]  # prefix + text cut at the stop, as sampled
-    assert first.policy == "tiny-test:shared" and not first.invalid
-    assert all(t.policy == "tiny-test:shared" for t in turns)
-
-
-def test_a_reply_without_a_stop_string_ends_with_the_eos_token():
-    env_kwargs = {"team": "mas"}
-    team = build_team(_team_fields(response_prefix=""), envs.make(ONE_TOKEN_ID, **env_kwargs))
-    turns, *_ = oracle_demonstrations(team, [TaskKey(ONE_TOKEN_ID, "train", 0)], env_kwargs=env_kwargs)
-    tokenizer = team.bindings["planner"].policy.tokenizer
-    assert [list(t.token_ids) for t in turns] == [tokenizer("k")["input_ids"] + [tokenizer.eos_token_id]] * 2
-
-
-def test_an_answer_without_the_prefix_is_demonstrated_after_it_and_judged_so():
-    """math's and code's oracles write a bare code block or \\boxed{} while training replies
-    start with <answer>: the demonstrated reply is a newline and the whole answer, the env reads
-    it after the prefix, and an episode it does not solve that way is dropped (the one-token
-    env wants <answer>k)."""
-    env_kwargs = {"team": "mas"}
-    math = build_team(_team_fields(), envs.make("math", **env_kwargs))
-    turns, failed, _ = oracle_demonstrations(math, [TaskKey("math", "train", 0)], env_kwargs=env_kwargs)
-    assert failed == 0 and [t.role for t in turns[:2]] == ["tool", "reasoner"]
-    assert turns[0].response.startswith("<answer>\n```python\nprint(")
-    assert turns[1].response.startswith("<answer>\n\\boxed{")
-    code = build_team(_team_fields(), envs.make("code", **env_kwargs))  # its fence must start a line
-    turns, failed, _ = oracle_demonstrations(code, [TaskKey("code", "train", 0)], env_kwargs=env_kwargs)
-    assert failed == 0 and turns[0].response.startswith("<answer>\n```python")
-    one_token = build_team(_team_fields(response_prefix="<plan>"), envs.make(ONE_TOKEN_ID, **env_kwargs))
-    turns, failed, _ = oracle_demonstrations(
-        one_token, [TaskKey(ONE_TOKEN_ID, "train", 0)], env_kwargs=env_kwargs
-    )
-    assert (turns, failed) == ([], 1)
-
-
-def test_an_oracle_reply_over_its_token_budget_is_cut_as_a_sampler_would_cut_it():
-    """The role's budget cuts a demonstrated reply (finish reason "length", the text its tokens'
-    decoding); an episode the cut reply no longer solves is dropped and counted as over budget
-    (code's reference solution cut at 8 tokens), one it still solves is kept (a plan cut at 2
-    tokens: plan_path's executor solves the level without it)."""
-    env_kwargs = {"team": "mas", "difficulty": "easy", "max_cycles": 2}
-    team = build_team(_team_fields(), envs.make("plan_path", **env_kwargs))
-    tasks = [TaskKey(envs.spec("plan_path").id, "train", seed) for seed in range(3)]
-    whole = oracle_demonstrations(team, tasks, env_kwargs=env_kwargs)
-    cut = oracle_demonstrations(team, tasks, env_kwargs=env_kwargs, role_max_new_tokens={"planner": 2})
-    assert (cut.failed, cut.over_budget) == (0, 0) and len(cut.turns) == len(whole.turns)
-    tokenizer = team.bindings["planner"].policy.tokenizer
-    for before, after in zip(whole.turns, cut.turns, strict=True):
-        if after.role == "executor":
-            assert after.token_ids == before.token_ids
-            continue
-        assert len(before.token_ids) > 2 and after.token_ids == before.token_ids[:2]
-        assert after.finish_reason == "length"
-        assert after.response == "<answer>" + tokenizer.decode(after.token_ids, skip_special_tokens=True)
-    env_kwargs = {"team": "mas"}
-    code = build_team(_team_fields(), envs.make("code", **env_kwargs))
-    task = [TaskKey("code", "train", 0)]
-    assert oracle_demonstrations(code, task, env_kwargs=env_kwargs, max_new_tokens=4096).failed == 0
-    assert oracle_demonstrations(code, task, env_kwargs=env_kwargs, max_new_tokens=8) == ([], 1, 1)
-
-
 # ---------------------------------------------------------------------------- the loss
 def test_the_loss_scores_reply_tokens_only():
     """On constructed tokens: NLL = mean over the reply of -log p(reply token | all before),
     the prompt positions never targets (changing what follows the prompt's tokens changes
     nothing but through the reply)."""
     env = envs.make(ONE_TOKEN_ID, team="mas")
-    team = build_team(_team_fields(lora=False, policy="shared"), env)
+    team = build_team(team_config(lora=False, policy="shared"), env)
     learner = SupervisedLearner(team, lr=1e-3)
     model = team.bindings["planner"].policy.model
     prompt, reply = [5, 9, 14, 3, 7, 11], [20, 21, 22]
@@ -397,7 +308,7 @@ def test_one_rejection_sampling_round_on_a_runs_successes_raises_sampled_success
         return result.metrics["success"]
 
     env = envs.make(even_plan, team="mas")
-    untrained = build_team(_team_fields(response_prefix=""), env)
+    untrained = build_team(team_config(response_prefix=""), env)
     trained = load_trained_team(summary.run_dir)
     before, after = sampled_success(untrained), sampled_success(Team(env, dict(trained.bindings)))
     print(f"\n[rejection sampling] sampled held-out success {before:.2f} -> {after:.2f}")
@@ -430,7 +341,7 @@ def test_demos_from_a_run_that_does_not_fit_name_the_fix(tmp_path):
 def test_init_seeds_per_role_adapters_from_a_shared_warm_start(tmp_path):
     warm = train_sft(_one_token_config(tmp_path, steps=4)).run_dir
     env = envs.make(ONE_TOKEN_ID, team="mas")
-    team = build_team(_team_fields(policy="per_role", lora_rank=8, lora_alpha=16), env)
+    team = build_team(team_config(policy="per_role", lora_rank=8, lora_alpha=16), env)
     learner = Learner(team)
     load_initial_weights(warm, learner)
     source = load_trained_team(warm).bindings["planner"]
@@ -465,7 +376,7 @@ def test_init_refuses_another_model_or_a_missing_run(tmp_path, capsys):
     assert exit_info.value.code == 2 and "not a training run" in capsys.readouterr().err
     with pytest.raises(ValueError, match="--lora-rank"):
         env = envs.make(ONE_TOKEN_ID, team="mas")
-        load_initial_weights(warm, Learner(build_team(_team_fields(lora_rank=2), env)))
+        load_initial_weights(warm, Learner(build_team(team_config(lora_rank=2), env)))
 
 
 # ---------------------------------------------------------------------------- validation slice
@@ -474,7 +385,7 @@ def test_validation_tasks_are_train_seeds_no_trainer_draws():
     assert all(t.split == "train" and envs.split_of(t.seed) == "train" for t in tasks)
     assert tasks[0].seed == envs.splits.VALIDATION_SEED_START
     env = envs.make(ONE_TOKEN_ID, team="mas")
-    team = build_team(_team_fields(), env)
+    team = build_team(team_config(), env)
     from agents.base import SamplingParams
 
     result = evaluate(
@@ -564,12 +475,3 @@ def test_stopping_the_final_evaluation_keeps_the_weights_and_the_resume_plays_it
     assert [json.loads(line)["step"] for line in metrics] == [1, 2, 3, 4, 5, 6]  # no update repeated
     assert [e["step"] for e in evals] == [0, 6] and summary.steps == 6
     assert summary.after["success"] == evals[-1]["success"]
-
-
-def test_demonstration_token_ids_share_their_int_objects():
-    # A warm start holds every demonstration's prompt at once: equal token ids must be one
-    # object, not one per occurrence (WebShop's preset: +267 MB without sharing, +128 MB with).
-    from trainers.demonstrations import _shared
-
-    first, second = _shared([int("40000"), int("40001")]), _shared([int("40001")])
-    assert first == (40000, 40001) and first[1] is second[0]
