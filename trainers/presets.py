@@ -14,6 +14,17 @@ from typing import Any
 import envs
 from trainers.errors import ConfigError
 
+__all__ = [
+    "ALGO_PRESETS",
+    "LOSS_ADVANTAGE_SCALE",
+    "LOSS_DYNAMIC_SAMPLING",
+    "check_team",
+    "effective_algo",
+    "env_name",
+    "env_preset",
+    "preset_role_lengths",
+]
+
 ALGO_PRESETS: dict[str, dict[str, Any]] = {
     # AT-GRPO: K candidates per (task, turn, agent) node from one selected state; per-role
     # weights (the paper's default regime; --policy shared is its one-model regime).

@@ -15,6 +15,13 @@ from agents.scripted import SCRIPTED_POLICIES
 from trainers.config_fields import parse_role_policies
 from trainers.errors import ConfigError
 
+__all__ = [
+    "check_role_names",
+    "check_scripted_roles",
+    "frozen_roles",
+    "scripted_roles",
+]
+
 
 def scripted_roles(items: Sequence[str]) -> dict[str, str]:
     """``--roles`` items ``ROLE=POLICY`` as role -> scripted policy name, checked."""
