@@ -202,11 +202,14 @@ def _run(
     config = dataclasses.replace(config, threads=apply_thread_policy(config.threads, say))  # in config.json
     run = Run.open(COMMAND, config, stem=f"{envs.spec(config.env).name}-{config.algo}-{config.team}")
     progress.phase(f"loading {', '.join(config.models)} ({config.backend}, runtime {config.runtime})")
-    runtime = make_runtime(config, env)
     try:
-        return _train(config, runtime, run, initial_eval, progress, started, pause_minutes)
+        runtime = make_runtime(config, env)
+        try:
+            return _train(config, runtime, run, initial_eval, progress, started, pause_minutes)
+        finally:
+            runtime.close()
     finally:
-        runtime.close()
+        run.release()  # a failure before the run's with-block must not keep the directory locked
 
 
 def _train(

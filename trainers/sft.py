@@ -226,6 +226,15 @@ def _run_sft(config: SFTConfig, progress: RunProgress, started: float) -> SFTSum
     progress.phase("choosing CPU threads")
     config = dataclasses.replace(config, threads=apply_thread_policy(config.threads, say))  # in config.json
     run = Run.open(COMMAND, config, stem=f"{envs.spec(config.env).name}-sft")
+    try:
+        return _sft_in_run(config, run, progress, started)
+    finally:
+        run.release()  # a failure before the run's with-block must not keep the directory locked
+
+
+def _sft_in_run(config: SFTConfig, run: Run, progress: RunProgress, started: float) -> SFTSummary:
+    """The warm start in its (locked) run directory: model, demonstrations, the step loop."""
+    say = progress.write
     run_dir, checkpoint = run.dir, run.checkpoint
     progress.phase(f"loading {', '.join(config.models)}")
     teams = team_variants(config)

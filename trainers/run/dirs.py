@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 
 from trainers.cli import config_from_dict
 from trainers.config import ConfigError
+from trainers.run.lock import LOCK_FILE
 
 __all__ = ["check_writable_dir", "new_run_dir", "load_saved_config"]
 
@@ -64,7 +65,8 @@ def new_run_dir(output_dir: str | Path, run_name: str | None, stem: str) -> Path
     """
     name = run_name or f"{stem.replace('/', '_')}-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
     run_dir = Path(output_dir) / name
-    if run_dir.exists() and any(run_dir.iterdir()):
+    # The writer lock alone (a run that failed before writing anything) is no run to protect.
+    if run_dir.exists() and any(p.name != LOCK_FILE for p in run_dir.iterdir()):
         raise ConfigError(
             f"run directory {run_dir} exists and is not empty; pass --run-name or --resume {run_dir}"
         )

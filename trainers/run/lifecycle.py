@@ -10,7 +10,9 @@ own steps::
         if run.needs_final_evaluation(final): ...evaluate the final weights...
 
 ``open`` makes a new run directory (or takes the one ``--resume`` names and its newest intact
-checkpoint) and seeds every global generator (``trainers.seeding``); ``begin`` opens the
+checkpoint), takes its writer lock (``trainers.run.lock``: a second process training in the same
+directory is refused, naming the first one's pid) and seeds every global generator
+(``trainers.seeding``); ``begin`` opens the
 logger (on resume it cuts metrics, evaluations, transcripts, episodes, trees and TensorBoard
 back to the resumed step), writes ``config.json`` and the session's provenance, and reads the
 evaluations already on disk. Leaving the ``with`` block refreshes the plots and the report;
@@ -39,6 +41,7 @@ from trainers.run.files import (
     atomic_write_text,
     read_jsonl,
 )
+from trainers.run.lock import RunLock
 from trainers.run.log import RunLogger
 from trainers.run.provenance import record_session
 from trainers.run.report import REPORT_FILE
@@ -64,7 +67,15 @@ class Run:
             the commands add the ones they make.
     """
 
-    def __init__(self, command: str, run_dir: Path, checkpoint: Path | None, *, resumed: bool) -> None:
+    def __init__(
+        self,
+        command: str,
+        run_dir: Path,
+        checkpoint: Path | None,
+        *,
+        resumed: bool,
+        lock: RunLock | None = None,
+    ) -> None:
         self.command = command
         self.dir = run_dir
         self.checkpoint = checkpoint
@@ -74,6 +85,7 @@ class Run:
         self.evals: dict[int, dict[str, Any]] = {}
         self.tests: dict[int, dict[str, Any]] = {}
         self._close_display: Callable[[], None] | None = None
+        self._lock = lock
 
     @classmethod
     def open(cls, command: str, config: Any, *, stem: str) -> Run:
@@ -81,12 +93,30 @@ class Run:
         ``config.resume`` names and its newest intact checkpoint, or a new one under
         ``config.output_dir`` (``config.run_name``, else ``<stem>-<date>-<time>``). Seeds every
         global generator with ``config.seed`` (LoRA initialisation draws from torch's), before
-        the caller builds its model."""
+        the caller builds its model. Holds the directory's writer lock until the ``with`` block
+        ends (or ``release``).
+
+        Raises:
+            ConfigError: Another process writes the directory (names its pid), or it cannot be
+                made or resumed.
+        """
         resume = config.resume
         run_dir = Path(resume) if resume else new_run_dir(config.output_dir, config.run_name, stem)
-        checkpoint = resume_checkpoint(run_dir) if resume else None
+        lock = RunLock.acquire(run_dir)  # before choosing a checkpoint another writer may be saving
+        try:
+            checkpoint = resume_checkpoint(run_dir) if resume else None
+        except BaseException:
+            lock.release()
+            raise
         seed_everything(config.seed)
-        return cls(command, run_dir, checkpoint, resumed=bool(resume))
+        return cls(command, run_dir, checkpoint, resumed=bool(resume), lock=lock)
+
+    def release(self) -> None:
+        """Let another process write the directory (the ``with`` block's end does it; a command
+        that fails before its ``with`` block calls it so that a later run in the same process,
+        a benchmark's next arm, can take the directory)."""
+        if self._lock is not None:
+            self._lock.release()
 
     def begin(self, start: int, config: Any, *, close_display: Callable[[], None] | None = None) -> Run:
         """Start logging after step ``start`` (the loaded checkpoint's, else 0): the logger (with
@@ -170,7 +200,10 @@ class Run:
 
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, traceback: Any) -> None:
         assert self.logger is not None
-        self.logger.close()  # plots and the report, even after an interrupt
+        try:
+            self.logger.close()  # plots and the report, even after an interrupt
+        finally:
+            self.release()
         if kind is KeyboardInterrupt:
             if self._close_display is not None:
                 self._close_display()  # a message inside the live display would tear it apart
