@@ -25,7 +25,8 @@ arms of a seed take turns, each training C minutes at a time (``benchmarks.turns
 cell records its mean generated tokens/s.
 
 Resumable: a finished (env, arm, seed) cell is kept in the results JSON and never run again;
-a cell cut off mid-training continues from its run's last checkpoint. A rerun must repeat the
+a cell cut off mid-training continues from its run's last checkpoint (one cut off before its
+first checkpoint starts again). A rerun must repeat the
 protocol's settings (a different one is refused, naming the flag).
 """
 
@@ -34,6 +35,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -70,6 +72,8 @@ def _train(
     if latest_checkpoint(run_dir) is not None:  # cut off earlier: its last checkpoint goes on
         config = load_run_config(run_dir, {"resume": str(run_dir), "progress": args.progress})
     else:
+        if run_dir.exists():  # cut off before its first checkpoint: nothing to keep, it starts again
+            shutil.rmtree(run_dir)
         config = TrainConfig(
             env=env, model=args.model, seed=seed, steps=UNCAPPED_STEPS, train_minutes=args.minutes,
             tasks_per_step=args.tasks_per_step, lr=args.lr,

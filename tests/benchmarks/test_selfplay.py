@@ -1,6 +1,6 @@
 """The self-play benchmark (pool vs plain self-play at equal training time): one smoke run of
-both arms on the tiny model, the results file, a rerun that skips finished cells, and a rerun
-with another protocol refused."""
+both arms on the tiny model (one arm's run cut off before its first checkpoint), the results
+file, a rerun that skips finished cells, and a rerun with another protocol refused."""
 
 from __future__ import annotations
 
@@ -16,6 +16,9 @@ pytestmark = pytest.mark.memory(gb=1.5)
 def test_both_arms_train_for_the_same_minutes_in_turns_and_a_rerun_resumes_the_file(tmp_path, capsys):
     tiny = "--model tiny-test --envs tictactoe --seeds 0 --minutes 0.01 --max-new-tokens 2 --eval-tasks 2"
     args = [*tiny.split(), "--chunk-minutes", "0.005", "--no-progress", "--output-dir", str(tmp_path)]
+    cut_off = tmp_path / "pool-vs-selfplay" / "tictactoe-selfplay-seed0"  # killed before its first checkpoint
+    cut_off.mkdir(parents=True)
+    (cut_off / "metrics.jsonl").write_text('{"step": 1}\n')
     record = selfplay.main(args)
     turns = [line for line in capsys.readouterr().out.splitlines() if "training to" in line]
     assert turns[:2] == [  # each arm's first turn, then the next mark's
