@@ -19,6 +19,8 @@ Run directory (``<output_dir>/<run_name>``):
     eval.jsonl         one line per evaluation: success (with success_se over its tasks),
                        invalid rate, return per role
     test.jsonl         the held-out test evaluations (step 0 and the last step)
+    test_parts/        a test still being played, 64 tasks per finished part (a resume
+                       plays only the missing parts; deleted when the test is logged)
     tensorboard/       the same scalars as TensorBoard events (when tensorboard is installed)
     plots/*.png        reward, success and eval curves (when matplotlib is installed)
     report.html        one offline page: config, curves, evaluation episodes turn by turn,

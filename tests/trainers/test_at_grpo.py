@@ -222,6 +222,7 @@ def test_cli_writes_every_artefact(tmp_path, module, algo_args, algo):
     assert all(task["split"] == "train" for task in played)
     tests = read_jsonl(run / "test.jsonl")
     assert [r["step"] for r in tests] == [0, 2]
+    assert not (run / "test_parts").exists()  # a finished test's parts are deleted
     assert tests[-1]["first_task_seed"] == envs.heldout_seeds(1)[0] and tests[-1]["tasks"] == 4
     assert 0 <= tests[-1]["success_se"] <= 0.5 + 1e-9
     assert "held-out test success" in done.stdout and "4 tasks from test index 1000000" in done.stdout

@@ -252,3 +252,38 @@ def test_stopping_an_evaluation_keeps_its_step_and_the_resume_plays_it_first(tmp
     summary = at_grpo.train(load_run_config(tmp_path / "run", overrides))
     assert [r["step"] for r in read_jsonl(summary.run_dir / "metrics.jsonl")] == [1, 2, 3, 4]
     assert [r["step"] for r in read_jsonl(summary.run_dir / "eval.jsonl")] == [0, 2, 4]
+
+
+def test_a_test_stopped_in_a_later_part_keeps_its_finished_parts(tmp_path, monkeypatch):
+    # A 256-task test of a household team runs for an hour: a stop in its last part must not
+    # play the first parts again, and the resumed test gives the uninterrupted run's number.
+    import trainers.at_grpo as at_grpo
+    import trainers.runtime.evaluate as evaluate_module
+    from trainers.runtime.local import LocalRuntime
+
+    monkeypatch.setattr(evaluate_module, "PART_TASKS", 2)
+    config = dict(steps=2, checkpoint_every=1, test_tasks=6)
+    whole = at_grpo.train(tiny_config(tmp_path / "whole", **config))
+    real = LocalRuntime.collect
+    test_parts_played = []
+
+    def stop_in_step_2s_last_part(self, request):
+        if request.tasks[0].split == "test":
+            test_parts_played.append(request.tasks)
+            if len(test_parts_played) == 6:  # step 0: parts 1-3; step 2: parts 4, 5, then a stop
+                raise KeyboardInterrupt
+        return real(self, request)
+
+    monkeypatch.setattr(LocalRuntime, "collect", stop_in_step_2s_last_part)
+    with pytest.raises(KeyboardInterrupt):
+        at_grpo.train(tiny_config(tmp_path / "stopped", **config))
+    parts = tmp_path / "stopped" / "run" / "test_parts" / "step_000002"
+    assert sorted(p.name for p in parts.glob("part_*")) == ["part_0000.json", "part_0001.json"]
+    test_parts_played.clear()
+    overrides = {"resume": str(tmp_path / "stopped" / "run"), "progress": False}
+    resumed = at_grpo.train(load_run_config(tmp_path / "stopped" / "run", overrides))
+    assert len(test_parts_played) == 1  # the missing part only
+    runs = (resumed.test_after, whole.test_after)
+    got, expected = ({k: v for k, v in r.items() if k != "time/eval"} for r in runs)
+    assert got == expected and resumed.test_after["tasks"] == 6
+    assert not (tmp_path / "stopped" / "run" / "test_parts").exists()

@@ -8,16 +8,45 @@ evaluation plays in-process and on a Ray cluster.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 
 from agents.base import SamplingParams
 from trainers.config import TrainConfig
 from trainers.evaluation import EvalResult, eval_result, evaluation_request
-from trainers.rollout import role_sampling_for
+from trainers.records import RolloutBatch
+from trainers.rollout import RolloutRequest, role_sampling_for
 from trainers.run.lifecycle import Run
+from trainers.run.test_parts import PART_TASKS, TestParts, weights_fingerprint
 from trainers.runtime import Runtime
 
-__all__ = ["evaluate", "evaluate_unless_unchanged", "eval_line"]
+__all__ = ["collect_in_parts", "evaluate", "evaluate_unless_unchanged", "eval_line"]
+
+
+def collect_in_parts(
+    runtime: Runtime, request: RolloutRequest, parts: TestParts, part_tasks: int = PART_TASKS
+) -> RolloutBatch:
+    """``runtime.collect(request)`` played ``part_tasks`` tasks at a time, each finished part
+    kept in ``parts`` and a part already there not played again (``trainers.run.test_parts``:
+    a stop during a long test loses one part, not the test). ``time/rollout`` and the other
+    stats sum over the parts, those read back included."""
+    batches = []
+    for index, start in enumerate(range(0, len(request.tasks), part_tasks)):
+        tasks = tuple(request.tasks[start : start + part_tasks])
+        batch = parts.load(index, tasks)
+        if batch is None:
+            batch = runtime.collect(dataclasses.replace(request, tasks=tasks))
+            parts.save(index, tasks, batch)
+        batches.append(batch)
+    stats: dict[str, float] = {}
+    for batch in batches:
+        for name, value in batch.stats.items():
+            stats[name] = stats.get(name, 0.0) + float(value)
+    return RolloutBatch(
+        samples=tuple(turn for batch in batches for turn in batch.samples),
+        episodes=tuple(episode for batch in batches for episode in batch.episodes),
+        stats=stats,
+    )
 
 
 def evaluate(
@@ -36,11 +65,14 @@ def evaluate(
         # per-role reply lengths; evaluations keep --eval-temperature for every role
         role_sampling=role_sampling_for(sampling, {}, config.role_max_new_tokens),
     )
-    result: EvalResult = eval_result(runtime.collect(request))
     if test:
+        parts = TestParts(run.dir, step, weights_fingerprint(run.dir, step))
+        result = eval_result(collect_in_parts(runtime, request, parts, PART_TASKS))
         metrics = {**result.metrics, "first_task_seed": request.tasks[0].seed}
         run.log_test(step, metrics)
+        parts.clear()
         return metrics
+    result: EvalResult = eval_result(runtime.collect(request))
     run.log_eval(step, result.metrics, result.episodes, transcripts=config.transcripts)
     return result.metrics
 
