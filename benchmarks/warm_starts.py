@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import hashlib
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -153,9 +152,11 @@ def weights_checksum(run: Path) -> str:
     """A short checksum of a run's newest trained weights (its run dir's last checkpoint):
     what the step-0 evaluations of its arms are kept under."""
     from trainers.run.checkpoint import latest_checkpoint
+    from trainers.run.checkpoint_files import WEIGHTS
+    from trainers.run.checkpoint_files import weights_checksum as of_file
 
-    weights = (latest_checkpoint(run) or run) / "weights.safetensors"
-    return hashlib.sha256(weights.read_bytes()).hexdigest()[:16] if weights.is_file() else str(run)
+    weights = (latest_checkpoint(run) or run) / WEIGHTS
+    return of_file(weights) if weights.is_file() else str(run)
 
 
 # What a greedy evaluation of the same weights on the same tasks repeats exactly.

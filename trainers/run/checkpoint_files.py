@@ -34,13 +34,14 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from safetensors.torch import load_file, save_file
+from safetensors.torch import load_file, save, save_file
 
 from trainers.errors import ConfigError
 
 __all__ = [
     "CheckpointError", "FILES", "LEGACY_REASON", "MANIFEST", "STATE", "WEIGHTS", "fsync_dir", "fsync_file",
-    "is_legacy", "load_part", "read_tree", "verify_manifest", "write_manifest", "write_tree",
+    "is_legacy", "load_part", "read_tree", "verify_manifest", "weights_checksum", "write_manifest",
+    "write_tree",
 ]  # fmt: skip
 
 MANIFEST = "manifest.json"
@@ -81,6 +82,17 @@ def _sha256(path: Path) -> str:
         for block in iter(lambda: handle.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
+
+
+def weights_checksum(path: Path) -> str:
+    """A short checksum of the trained weights in a ``weights.safetensors`` file: the SHA-256 of
+    its tensors serialised alone, without the file's metadata.
+
+    Results files key step-0 evaluations and name checkpoints by it. Metadata (``unit_models``,
+    added after some results were recorded) says nothing about the weights, so it stays out:
+    the same weights give the same checksum whatever the saving code wrote beside them, and a
+    checksum recorded from a file without metadata (the file's own SHA-256) still matches."""
+    return hashlib.sha256(save(load_file(str(path)))).hexdigest()[:16]
 
 
 # --- tensors + plain data: the encoding of optimiser and RNG states -------------------------

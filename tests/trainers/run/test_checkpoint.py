@@ -4,6 +4,7 @@ run); the old pickle format never loaded; clear errors for a checkpoint of anoth
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import pickle
@@ -35,7 +36,7 @@ from trainers.run.checkpoint import (
     resume_checkpoint,
     save_checkpoint,
 )
-from trainers.run.checkpoint_files import read_tree, write_manifest, write_tree
+from trainers.run.checkpoint_files import read_tree, weights_checksum, write_manifest, write_tree
 from trainers.runtime.step import MACHINE_METRICS
 from trainers.sft import train_sft
 from trainers.sft_config import SFTConfig
@@ -186,6 +187,23 @@ def test_the_encoding_keeps_types_dtypes_and_odd_values(tmp_path):
     assert_identical(read_tree(tmp_path, "tree"), tree)
     with pytest.raises(TypeError, match="odd.*only tensors and plain data"):
         write_tree(tmp_path, "bad", {"odd": object()})
+
+
+def test_the_weights_checksum_is_of_the_tensors_not_the_files_metadata(tmp_path):
+    # Results files key step-0 evaluations by it: the same weights saved with the metadata
+    # checkpoints now carry, or without it as before, must keep one checksum (that of the plain
+    # file, so keys recorded then still match), and any other value must change it.
+    from safetensors.torch import save_file
+
+    tensors = {"unit/b": torch.arange(6.0).reshape(2, 3), "unit/a": torch.ones(4, dtype=torch.bfloat16)}
+    save_file(tensors, str(tmp_path / "plain.safetensors"))
+    save_file(tensors, str(tmp_path / "meta.safetensors"), metadata={"unit_models": '{"unit": "m"}'})
+    plain = hashlib.sha256((tmp_path / "plain.safetensors").read_bytes()).hexdigest()[:16]
+    assert weights_checksum(tmp_path / "plain.safetensors") == plain
+    assert weights_checksum(tmp_path / "meta.safetensors") == plain
+    tensors["unit/b"][1, 2] += 1e-6
+    save_file(tensors, str(tmp_path / "other.safetensors"))
+    assert weights_checksum(tmp_path / "other.safetensors") != plain
 
 
 def test_retention_and_incomplete_directories(tmp_path, learner):
