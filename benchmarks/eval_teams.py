@@ -301,7 +301,7 @@ class PolicyBank:
         if not self.checkpoint_path:
             config = self.config
             return {"model": base_model_identity(config.model), **_role_identities(config.role_model)}
-        from trainers.run.checkpoint_files import WEIGHTS, weights_checksum
+        from trainers.run.checkpoint_files import WEIGHTS, weights_file_checksum
 
         trained = self.trained()
         run = trained.config
@@ -310,7 +310,7 @@ class PolicyBank:
                 "run_dir": str(trained.run_dir),
                 "checkpoint": str(trained.checkpoint),
                 "step": trained.step,
-                "weights_sha256": weights_checksum(trained.checkpoint / WEIGHTS),
+                "weights_sha256": weights_file_checksum(trained.checkpoint / WEIGHTS),
                 "trained": {k: getattr(run, k) for k in ("env", "team", "algo", "policy", "lora", "seed")},
             },
             "base": base_model_identity(run.model),

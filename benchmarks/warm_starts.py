@@ -152,11 +152,10 @@ def weights_checksum(run: Path) -> str:
     """A short checksum of a run's newest trained weights (its run dir's last checkpoint):
     what the step-0 evaluations of its arms are kept under."""
     from trainers.run.checkpoint import latest_checkpoint
-    from trainers.run.checkpoint_files import WEIGHTS
-    from trainers.run.checkpoint_files import weights_checksum as of_file
+    from trainers.run.checkpoint_files import WEIGHTS, weights_file_checksum
 
     weights = (latest_checkpoint(run) or run) / WEIGHTS
-    return of_file(weights) if weights.is_file() else str(run)
+    return weights_file_checksum(weights) if weights.is_file() else str(run)
 
 
 # What a greedy evaluation of the same weights on the same tasks repeats exactly.

@@ -40,7 +40,7 @@ from trainers.errors import ConfigError
 
 __all__ = [
     "CheckpointError", "FILES", "LEGACY_REASON", "MANIFEST", "STATE", "WEIGHTS", "fsync_dir", "fsync_file",
-    "is_legacy", "load_part", "read_tree", "verify_manifest", "weights_checksum", "write_manifest",
+    "is_legacy", "load_part", "read_tree", "verify_manifest", "weights_file_checksum", "write_manifest",
     "write_tree",
 ]  # fmt: skip
 
@@ -84,7 +84,7 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def weights_checksum(path: Path) -> str:
+def weights_file_checksum(path: Path) -> str:
     """A short checksum of the trained weights in a ``weights.safetensors`` file: the SHA-256 of
     its tensors serialised alone, without the file's metadata.
 

@@ -36,7 +36,7 @@ from trainers.run.checkpoint import (
     resume_checkpoint,
     save_checkpoint,
 )
-from trainers.run.checkpoint_files import read_tree, weights_checksum, write_manifest, write_tree
+from trainers.run.checkpoint_files import read_tree, weights_file_checksum, write_manifest, write_tree
 from trainers.runtime.step import MACHINE_METRICS
 from trainers.sft import train_sft
 from trainers.sft_config import SFTConfig
@@ -199,11 +199,11 @@ def test_the_weights_checksum_is_of_the_tensors_not_the_files_metadata(tmp_path)
     save_file(tensors, str(tmp_path / "plain.safetensors"))
     save_file(tensors, str(tmp_path / "meta.safetensors"), metadata={"unit_models": '{"unit": "m"}'})
     plain = hashlib.sha256((tmp_path / "plain.safetensors").read_bytes()).hexdigest()[:16]
-    assert weights_checksum(tmp_path / "plain.safetensors") == plain
-    assert weights_checksum(tmp_path / "meta.safetensors") == plain
+    assert weights_file_checksum(tmp_path / "plain.safetensors") == plain
+    assert weights_file_checksum(tmp_path / "meta.safetensors") == plain
     tensors["unit/b"][1, 2] += 1e-6
     save_file(tensors, str(tmp_path / "other.safetensors"))
-    assert weights_checksum(tmp_path / "other.safetensors") != plain
+    assert weights_file_checksum(tmp_path / "other.safetensors") != plain
 
 
 def test_retention_and_incomplete_directories(tmp_path, learner):
