@@ -174,11 +174,12 @@ def train(
     check_fixed_roles(config, tuple(env.roles))
     check_opponent_pool(config, env)
     check_models_available(config, tuple(env.roles))
-    if config.init and not config.resume:
+    if config.init and (not config.resume or config.kl_coef > 0):  # a resume's KL reference is --init's
         try:
             init_checkpoint(config.init, models=[config.model_for(role) for role in env.roles])
         except (FileNotFoundError, ValueError) as err:
-            raise ConfigError(str(err)) from None
+            why = " (a resumed run's --kl-coef term is to the --init weights: restore them)"
+            raise ConfigError(f"{err}{why if config.resume else ''}") from None
     check_writable_dir(config.resume or config.output_dir, "--resume" if config.resume else "--output-dir")
     progress = RunProgress(
         bar_total(config.steps), desc=f"{config.algo} {envs.spec(config.env).name}", enabled=config.progress
@@ -239,6 +240,8 @@ def _train(
     progress.resume_at(start)
     if config.init and not checkpoint:
         say(runtime.initialise(config))
+    elif config.init and config.kl_coef > 0:  # the KL term pulls toward --init's weights, resumed too
+        say(runtime.initialise(config, resumed=True))
     if checkpoint or config.init:
         runtime.publish()  # engines still serve the base weights
     run.begin(start, config, close_display=progress.close)

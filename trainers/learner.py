@@ -44,6 +44,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -464,11 +465,30 @@ class Learner:
         }
 
     def _reference_logprobs(self, unit: TrainUnit, batch: _MicroBatch) -> torch.Tensor:
+        """The KL reference's log-probs of ``batch`` (``TrainUnit.reference``), under no_grad.
+        A LoRA unit started from --init swaps its adapter to those tensors for this forward:
+        it runs before the micro-batch's policy forward, so no autograd graph holds them."""
         with torch.no_grad():
             if unit.reference is not None:
                 return self._logprobs(unit.reference, batch)[0]
+            if unit.reference_adapter is not None:
+                with _swapped(unit.parameters, unit.reference_adapter):
+                    return self._logprobs(unit.policy.model, batch)[0]
             with unit.policy.model.disable_adapter():
                 return self._logprobs(unit.policy.model, batch)[0]
+
+
+@contextmanager
+def _swapped(parameters: Sequence[torch.nn.Parameter], values: Sequence[torch.Tensor]) -> Iterator[None]:
+    """``parameters`` hold ``values`` (their storage, not a copy) inside the block, their own after."""
+    kept = [parameter.data for parameter in parameters]
+    try:
+        for parameter, value in zip(parameters, values, strict=True):
+            parameter.data = value
+        yield
+    finally:
+        for parameter, data in zip(parameters, kept, strict=True):
+            parameter.data = data
 
 
 def _denominator_share(weights: Sequence[float], lengths: Sequence[float], aggregation: str) -> float:

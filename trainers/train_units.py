@@ -26,7 +26,11 @@ class TrainUnit:
     adapter: str | None
     parameters: list[torch.nn.Parameter]
     optimizer: torch.optim.Optimizer
-    reference: Any = None  # frozen model for the KL term (None: adapters-off base, or no KL)
+    # The KL term's reference (--kl-coef): a full-weight unit's frozen copy of its starting
+    # weights; a LoRA unit's adapter tensors to start from (--init's, in the order of
+    # ``parameters``; None: the base model with adapters off, where a fresh adapter starts).
+    reference: Any = None
+    reference_adapter: list[torch.Tensor] | None = None
 
 
 def units_from_team(team: Team, config: LearnerConfig) -> dict[str, TrainUnit]:
@@ -66,7 +70,7 @@ def units_from_team(team: Team, config: LearnerConfig) -> dict[str, TrainUnit]:
             parameters = [
                 p for n, p in policy.model.named_parameters() if "lora_" in n and f".{adapter}." in n
             ]
-            reference = None  # the base model with adapters disabled
+            reference = None  # a fresh adapter starts at the base model: adapters off
         for parameter in parameters:
             parameter.requires_grad_(True)
         optimizer = torch.optim.AdamW(parameters, lr=config.lr, weight_decay=config.weight_decay)

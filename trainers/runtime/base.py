@@ -46,7 +46,7 @@ class Runtime(Protocol):
 
     def save_checkpoint(self, run_dir: Any, step: int, state: Mapping[str, Any], keep: int) -> None: ...
 
-    def initialise(self, config: Any) -> str: ...
+    def initialise(self, config: Any, *, resumed: bool = False) -> str: ...
 
     def close(self) -> None: ...
 
@@ -67,6 +67,7 @@ class LearnerVerbs:
     def save_checkpoint(self, run_dir: Any, step: int, state: Mapping[str, Any], keep: int) -> None:
         save_checkpoint(run_dir, step, self.learner, state, keep=keep)
 
-    def initialise(self, config: Any) -> str:
-        """--init: the named run's weights (``init_weights.initialise_learner``); where they came from."""
-        return initialise_learner(self.learner, config.init)
+    def initialise(self, config: Any, *, resumed: bool = False) -> str:
+        """--init: the named run's weights and KL reference (``resumed``: the reference only;
+        ``init_weights.initialise_learner``); where they came from."""
+        return initialise_learner(self.learner, config.init, resumed=resumed)

@@ -352,8 +352,8 @@ class RayRuntime:
         # the learner writes it: on a cluster, the run directory must be on storage its node sees
         self.ray.get(self.learner.save_checkpoint.remote(run_dir, step, dict(state), keep))
 
-    def initialise(self, config: Any) -> str:
-        return self.ray.get([rank.initialise.remote(config) for rank in self.learners])[0]
+    def initialise(self, config: Any, *, resumed: bool = False) -> str:
+        return self.ray.get([rank.initialise.remote(config, resumed=resumed) for rank in self.learners])[0]
 
     def close(self) -> None:
         """Stop the actors, and the cluster when this runtime started it."""

@@ -266,8 +266,9 @@ def test_full_weights_reach_every_engine_by_a_gloo_broadcast_and_two_ranks_step_
 @pytest.mark.slow
 def test_a_run_resumed_on_ray_logs_and_saves_what_one_local_run_does(cluster, tmp_path):
     """One local step, then the run resumed on Ray (``runtime`` is a resumable override) for
-    the second: its learner actor loads the checkpoint and saves the next one. Logged step for
-    step, and saved tensor for tensor, as one uninterrupted local run of two steps."""
+    the second: its learner actor loads the checkpoint, takes its KL reference from --init and
+    saves the next one. Logged step for step, and saved tensor for tensor, as one uninterrupted
+    local run of two steps."""
     from safetensors.torch import load_file
 
     from trainers.at_grpo import load_run_config, train
@@ -276,6 +277,8 @@ def test_a_run_resumed_on_ray_logs_and_saves_what_one_local_run_does(cluster, tm
     task = dict(env=TEST_ENV, max_new_tokens=1, response_prefix="", num_generations=4, eval_tasks=2)
     task.update(output_dir=str(tmp_path), plots=False, tensorboard=False, steps=2, eval_every=0)
     task.update(model="tiny-test", threads=1)
+    warm = train(TrainConfig(**{**task, "steps": 1, "lr": 5e-2}, run_name="warm"))
+    task.update(init=str(warm.run_dir), kl_coef=0.1)  # the reference: --init's adapters, not the base
     local = train(TrainConfig(**task, run_name="local"))
     first = train(TrainConfig(**{**task, "steps": 1}, run_name="moved"))
     resumed = train(
