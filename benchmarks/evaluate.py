@@ -40,6 +40,7 @@ at the end.
 from __future__ import annotations
 
 import dataclasses
+import json
 import re
 import shlex
 import sys
@@ -219,6 +220,11 @@ def _run_cell(
     return cell
 
 
+# The ladder's opponent-against-opponent results per evaluation setting (``ladder_metrics``'
+# fixed_pairs), kept for the process: fixed players repeat their games exactly.
+_FIXED_PAIRS: dict[tuple, dict[tuple[str, str], list[float | None]]] = {}
+
+
 def _run_ladder_cell(
     config: EvalConfig,
     bank: PolicyBank,
@@ -261,7 +267,14 @@ def _run_ladder_cell(
 
         cell.seeds.append(seed)
         cell.tasks.append([task.seed for task in tasks])
-        cell.per_seed.append(ladder_metrics(play, env, model, opponents))
+        # everything the fixed players' games depend on: another model's evaluation in this
+        # process (benchmarks.selfplay: every run, then the next) reuses them
+        games = (column.env_id, json.dumps(setup.make_kwargs, sort_keys=True, default=str), seed,
+                 tuple(task.seed for task in tasks), repr(sampling), config.samples, config.split,
+                 config.backend, config.response_prefix,
+                 tuple(bank.base_model_for(role) for role in env.roles))  # fmt: skip
+        fixed = _FIXED_PAIRS.setdefault(games, {})
+        cell.per_seed.append(ladder_metrics(play, env, model, opponents, fixed_pairs=fixed))
         progress.advance()
     cell.seconds = time.perf_counter() - started
     return cell

@@ -18,7 +18,7 @@ other the same way (a round robin). Metrics of the cell (per seed):
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from itertools import combinations
 from typing import Any
 
@@ -58,6 +58,11 @@ def _both_seats(
     return results
 
 
+def _is_snapshot(player: str) -> bool:
+    """A run's own ``pool@<step>`` snapshot: a player of one run, not of the fixed ladder."""
+    return player.startswith("pool")
+
+
 def bradley_terry_elo(
     scores: Mapping[tuple[str, str], tuple[float, int]], anchor: str = ANCHOR, iterations: int = 2000
 ) -> dict[str, float]:
@@ -83,9 +88,20 @@ def bradley_terry_elo(
 
 
 def ladder_metrics(
-    play: Play, env: Any, model: RoleBinding, opponents: Mapping[str, RoleBinding]
+    play: Play,
+    env: Any,
+    model: RoleBinding,
+    opponents: Mapping[str, RoleBinding],
+    *,
+    fixed_pairs: MutableMapping[tuple[str, str], list[float | None]] | None = None,
 ) -> dict[str, float]:
-    """The model's W/D/L against each opponent over both seats, and everyone's Elo."""
+    """The model's W/D/L against each opponent over both seats, and everyone's Elo.
+
+    ``fixed_pairs``: the results of opponent-against-opponent pairings already played with the
+    same ``play`` (tasks, sampler seed, settings), filled in as they are played. Two fixed
+    players (the scripted ones, the base model; not a run's ``pool@`` snapshots) repeat their
+    games exactly, so a caller that rates several models on one ladder plays them once (in
+    ``benchmarks.selfplay``, random against base was a quarter of each evaluation)."""
     roles = tuple(env.roles)
     if len(roles) != 2:
         raise ValueError(f"a ladder needs a two-seat game; {type(env).__name__} has roles {list(roles)}")
@@ -93,7 +109,14 @@ def ladder_metrics(
     metrics: dict[str, float] = {}
     pair_scores: dict[tuple[str, str], tuple[float, int]] = {}
     for a, b in combinations(players, 2):
-        results = [r for r in _both_seats(play, roles, players, a, b, env) if r is not None]
+        fixed = fixed_pairs is not None and not {a, b} & {"model"} and not _is_snapshot(a) | _is_snapshot(b)
+        if fixed and (a, b) in fixed_pairs:
+            played = fixed_pairs[a, b]
+        else:
+            played = _both_seats(play, roles, players, a, b, env)
+            if fixed:
+                fixed_pairs[a, b] = played
+        results = [r for r in played if r is not None]
         pair_scores[a, b] = (sum(results), len(results))
         if a == "model":
             n = max(len(results), 1)

@@ -66,3 +66,21 @@ def test_evaluate_prints_the_ladder_and_elo_tables(tmp_path):
     assert cell.mean["vs/oracle/win"] == 0.0  # nobody beats minimax
     assert "elo/model" in cell.mean and cell.mean["elo/random"] == 0.0
     assert results.cell("tiny-test ladder", "everyone_contributes").skipped  # not a two-seat game
+
+
+def test_fixed_players_games_are_played_once_and_a_model_s_every_time():
+    env = envs.make("tictactoe", split="test")
+    opponents = {"random": RoleBinding(RandomPolicy(seed=0)), "heuristic": RoleBinding(HeuristicPolicy())}
+    played = []
+
+    def play(team):
+        played.append(tuple(sorted(type(b.policy).__name__ for b in team.bindings.values())))
+        return _play("tictactoe-v0", 6)(team)
+
+    fixed: dict = {}
+    first = ladder_metrics(play, env, RoleBinding(OraclePolicy()), opponents, fixed_pairs=fixed)
+    assert len(played) == 6 and set(fixed) == {("random", "heuristic")}  # 3 pairings x 2 seats
+    second = ladder_metrics(play, env, RoleBinding(OraclePolicy()), opponents, fixed_pairs=fixed)
+    assert len(played) == 10 and second == first  # the model's 4 games again, random v heuristic kept
+    assert ("HeuristicPolicy", "RandomPolicy") not in played[6:]
+    assert ladder_metrics(play, env, RoleBinding(OraclePolicy()), opponents) == first  # not memoised: same
