@@ -101,7 +101,7 @@ def ladder_metrics(
     same ``play`` (tasks, sampler seed, settings), filled in as they are played. Two fixed
     players (the scripted ones, the base model; not a run's ``pool@`` snapshots) repeat their
     games exactly, so a caller that rates several models on one ladder plays them once (in
-    ``benchmarks.selfplay``, random against base was a quarter of each evaluation)."""
+    ``benchmarks.selfplay``, random against base was a fifth of each evaluation)."""
     roles = tuple(env.roles)
     if len(roles) != 2:
         raise ValueError(f"a ladder needs a two-seat game; {type(env).__name__} has roles {list(roles)}")

@@ -44,6 +44,7 @@ import numpy as np
 from agents.models import DEFAULT_MODEL
 from benchmarks.learning_record import write_record
 from benchmarks.turns import take_turns
+from trainers.run.files import read_jsonl
 
 __all__ = ["ARMS", "main"]
 
@@ -58,11 +59,31 @@ def _run_dir(args: argparse.Namespace, env: str, arm: str, seed: int) -> Path:
     return Path(args.output_dir) / f"{env}-{arm}-seed{seed}"
 
 
+def _untrained_validation(args: argparse.Namespace, env: str, step0: dict[str, Any]) -> dict | None:
+    """The untrained model's step-0 validation evaluation on ``env`` (``step0[env]``), or one a
+    run of this protocol already logged: every run of the env starts from the same weights and
+    plays the same greedy validation episodes (the pool only seats an opponent in training
+    steps), so it is played once (256 tic-tac-toe tasks: ~9.5 minutes a run)."""
+    if env not in step0:
+        for logged in sorted(Path(args.output_dir).glob(f"{env}-*-seed*/eval.jsonl")):
+            first = [row for row in read_jsonl(logged) if row.get("step") == 0]
+            if first:
+                step0[env] = {key: value for key, value in first[0].items() if key != "step"}
+                break
+    return step0.get(env)
+
+
 def _train(
-    args: argparse.Namespace, env: str, arm: str, seed: int, pause_minutes: float = 0.0
+    args: argparse.Namespace,
+    env: str,
+    arm: str,
+    seed: int,
+    step0: dict[str, Any],
+    pause_minutes: float = 0.0,
 ) -> tuple[Path, int]:
     """Train (or continue) one cell's run, to its budget or to ``pause_minutes``; its run dir
-    and steps."""
+    and steps. ``step0``: env -> the untrained model's step-0 validation (filled by the first
+    run that plays it)."""
     from trainers.at_grpo import load_run_config, train
     from trainers.clock import UNCAPPED_STEPS
     from trainers.config import TrainConfig
@@ -83,7 +104,8 @@ def _train(
             eval_every=0, checkpoint_every=UNCAPPED_STEPS, keep_checkpoints=1,
             output_dir=str(run_dir.parent), run_name=run_dir.name, progress=args.progress,
         )  # fmt: skip
-    summary = train(config, pause_minutes=pause_minutes)
+    summary = train(config, pause_minutes=pause_minutes, initial_eval=_untrained_validation(args, env, step0))
+    step0.setdefault(env, {key: value for key, value in summary.before.items() if key != "step"})
     return summary.run_dir, summary.steps
 
 
@@ -211,6 +233,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             )
     record["args"] = {k: v for k, v in vars(args).items() if k not in ("progress",)}
     done = {(c["env"], c["arm"], c["seed"]) for c in record["cells"]}
+    step0 = record.setdefault("untrained_validation", {})  # env -> step-0 validation of every run
     for env in args.envs:
         if env not in record["untrained"]:
             record["untrained"][env] = _evaluate(args, env, args.model, f"{env}-untrained")
@@ -225,11 +248,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                     args.minutes,
                     args.chunk_minutes,
                     lambda arm, env=env, seed=seed: _run_dir(args, env, arm, seed),
-                    lambda arm, mark, env=env, seed=seed: _train(args, env, arm, seed, pause_minutes=mark),
+                    lambda arm, mark, env=env, seed=seed: _train(
+                        args, env, arm, seed, step0, pause_minutes=mark
+                    ),
                     label=lambda arm, env=env, seed=seed: f"{env} {arm} seed {seed}",
                 )
             for arm in todo:
-                run_dir, steps = _train(args, env, arm, seed)
+                run_dir, steps = _train(args, env, arm, seed, step0)
                 after = _evaluate(args, env, str(run_dir), f"{env}-{arm}-seed{seed}")
                 logged = [json.loads(line) for line in (run_dir / "metrics.jsonl").open()]
                 trained = sum(r["time/step"] for r in logged)

@@ -5,6 +5,7 @@ file, a rerun that skips finished cells, and a rerun with another protocol refus
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -33,6 +34,12 @@ def test_both_arms_train_for_the_same_minutes_in_turns_and_a_rerun_resumes_the_f
     assert all(c["chunk_minutes"] == 0.005 and c["train_minutes"] >= 0.01 for c in cells.values())
     for cell in cells.values():
         assert {"vs/random/win", "vs/base/win", "elo/model"} <= set(cell["after"])
+    # the untrained model's step-0 validation was played by the first run only, and logged by both
+    step0 = [[json.loads(line) for line in open(f"{c['run_dir']}/eval.jsonl")][0] for c in cells.values()]
+    assert step0[0] == step0[1] and step0[0]["step"] == 0 and step0[0]["tasks"] == 2
+    assert record["untrained_validation"]["tictactoe"]["success"] == step0[0]["success"]
+    played = [len(list(Path(c["run_dir"], "episodes").glob("eval_step_000000*"))) for c in cells.values()]
+    assert sorted(played) == [0, 1]
     pool_steps = [json.loads(line) for line in open(f"{cells['pool']['run_dir']}/metrics.jsonl")]
     assert all("pool/opponent_step" in step for step in pool_steps)
     assert set(record["summary"]["tictactoe"]) == {"untrained", "selfplay", "pool", "pool - selfplay"}
