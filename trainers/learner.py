@@ -44,7 +44,6 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -59,7 +58,7 @@ from trainers.learner_config import LearnerConfig
 from trainers.losses import policy_loss, token_entropy, token_logprobs
 from trainers.prefix import prefix_cost, shared_prefix_logits
 from trainers.records import Turn
-from trainers.train_units import TrainUnit, units_from_team
+from trainers.train_units import TrainUnit, holding, units_from_team
 
 __all__ = ["LearnerConfig", "Learner", "TrainUnit", "DataParallel"]
 
@@ -472,23 +471,10 @@ class Learner:
             if unit.reference is not None:
                 return self._logprobs(unit.reference, batch)[0]
             if unit.reference_adapter is not None:
-                with _swapped(unit.parameters, unit.reference_adapter):
+                with holding(unit.parameters, unit.reference_adapter):
                     return self._logprobs(unit.policy.model, batch)[0]
             with unit.policy.model.disable_adapter():
                 return self._logprobs(unit.policy.model, batch)[0]
-
-
-@contextmanager
-def _swapped(parameters: Sequence[torch.nn.Parameter], values: Sequence[torch.Tensor]) -> Iterator[None]:
-    """``parameters`` hold ``values`` (their storage, not a copy) inside the block, their own after."""
-    kept = [parameter.data for parameter in parameters]
-    try:
-        for parameter, value in zip(parameters, values, strict=True):
-            parameter.data = value
-        yield
-    finally:
-        for parameter, data in zip(parameters, kept, strict=True):
-            parameter.data = data
 
 
 def _denominator_share(weights: Sequence[float], lengths: Sequence[float], aggregation: str) -> float:

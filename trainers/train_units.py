@@ -4,6 +4,8 @@ found from a ``Team``'s bindings and named like ``Turn.policy``."""
 from __future__ import annotations
 
 import copy
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,7 +16,7 @@ from agents.hf import HFPolicy
 from agents.team import Team
 from trainers.learner_config import LearnerConfig
 
-__all__ = ["TrainUnit", "units_from_team"]
+__all__ = ["TrainUnit", "holding", "units_from_team"]
 
 
 @dataclass
@@ -85,3 +87,16 @@ def _frozen_copy(model: torch.nn.Module) -> torch.nn.Module:
     for parameter in reference.parameters():
         parameter.requires_grad_(False)
     return reference
+
+
+@contextmanager
+def holding(parameters: Sequence[torch.nn.Parameter], values: Sequence[torch.Tensor]) -> Iterator[None]:
+    """``parameters`` hold ``values`` (their storage, not a copy) inside the block, their own after."""
+    kept = [parameter.data for parameter in parameters]
+    try:
+        for parameter, value in zip(parameters, values, strict=True):
+            parameter.data = value
+        yield
+    finally:
+        for parameter, data in zip(parameters, kept, strict=True):
+            parameter.data = data
