@@ -42,7 +42,8 @@ from typing import Any
 
 import numpy as np
 
-from agents.base import SamplingParams
+from agents.base import Prompt, SamplingParams
+from agents.scripted import EnvMethodPolicy, RandomPolicy
 from agents.team import Team
 from envs.games.everyone_contributes import game as public_goods
 from envs.games.kuhn_poker import game as kuhn
@@ -57,6 +58,31 @@ __all__ = [
     "alfworld_metrics",
     "webshop_metrics",
 ]
+
+
+def _distinct_greedy(
+    prompts: Sequence[Prompt], policy: Any, sampling: SamplingParams | None
+) -> tuple[list[Prompt], list[int]]:
+    """The prompts to ask, and for each of ``prompts`` the index of its reply among them.
+
+    A model's greedy reply depends on the prompt alone, and an information set reads the same
+    in every task (the deal only fixes the other player's card), so each distinct prompt is
+    asked once: 12 prompts instead of 12 per task (with 256 test tasks the default model was
+    still at it after 40 minutes on a 2-core CPU). A scripted policy reads the game state
+    behind the text (the oracle mixes per deal) and sampling draws anew per prompt: those are
+    asked per task."""
+    if sampling is None or not sampling.greedy or isinstance(policy, (EnvMethodPolicy, RandomPolicy)):
+        return list(prompts), list(range(len(prompts)))
+    asked: list[Prompt] = []
+    slot: list[int] = []
+    index: dict[tuple[str, str | None, str], int] = {}
+    for prompt in prompts:
+        key = (prompt.text, prompt.system, prompt.prefix)
+        if key not in index:
+            index[key] = len(asked)
+            asked.append(prompt)
+        slot.append(index[key])
+    return asked, slot
 
 
 def kuhn_policy_table(
@@ -78,7 +104,11 @@ def kuhn_policy_table(
             state.set_information_set(seat, infoset)
             states.append((infoset, state))
     prompts = [team.prompt_for(state, seat) for _, state in states]
-    groups = binding.policy.generate(prompts, num_samples=samples, sampling=sampling, adapter=binding.adapter)
+    asked, slot = _distinct_greedy(prompts, binding.policy, sampling)
+    replies_of = binding.policy.generate(
+        asked, num_samples=samples, sampling=sampling, adapter=binding.adapter
+    )
+    groups = [replies_of[i] for i in slot]
     bets, replies, invalid = dict.fromkeys(kuhn.INFOSETS, 0), dict.fromkeys(kuhn.INFOSETS, 0), 0
     for (infoset, state), group in zip(states, groups, strict=True):
         for generation in group:

@@ -104,3 +104,27 @@ def test_alfworld_metrics_break_success_down_by_task_type():
         None, env, [], None, 1, evaluate_tasks(team, tasks, sampling=SamplingParams()).episodes
     )
     assert all(random[k] < 1.0 for k in types if k in random)
+
+
+def test_a_greedy_model_is_asked_each_distinct_information_set_once():
+    from agents.hf import HFPolicy
+    from agents.models import TINY_TEST_MODEL
+
+    class Counting(HFPolicy):  # the real model; counts the prompts it is asked
+        asked = 0
+
+        def generate(self, prompts, **kwargs):
+            Counting.asked += len(prompts)
+            return super().generate(prompts, **kwargs)
+
+    env, seeds = _env(), split_seeds("test", 3)
+    team = Team.shared(env, Counting(TINY_TEST_MODEL))
+    greedy = SamplingParams(temperature=0.0, max_new_tokens=4)
+    table, invalid = kuhn_policy_table(team, env, seeds, greedy, 1)
+    assert Counting.asked == len(game.INFOSETS)
+    # the same table as asking every task's prompt: one task's greedy replies, repeated
+    per_task = [kuhn_policy_table(team, env, [seed], greedy, 1) for seed in seeds]
+    assert all(result == (table, invalid) for result in per_task)
+    Counting.asked = 0
+    kuhn_policy_table(team, env, seeds, SamplingParams(temperature=1.0, max_new_tokens=4, seed=0), 1)
+    assert Counting.asked == len(game.INFOSETS) * len(seeds)  # samples are drawn per task
