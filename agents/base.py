@@ -26,6 +26,9 @@ __all__ = [
     "ServedPolicy",
     "as_prompt",
     "check_num_samples",
+    "distinct_prompts",
+    "prompt_key",
+    "reads_text_only",
     "FINISH_REASONS",
 ]
 
@@ -187,3 +190,33 @@ class ServedPolicy(Policy, Protocol):
     def sleep(self) -> None:
         """Free what the engine holds while the learner trains; the next call wakes it."""
         ...
+
+
+def reads_text_only(policy: Any) -> bool:
+    """Whether ``policy``'s replies depend on a prompt's text, system prompt and prefix alone
+    (and the sampler), never on the env attached to it. Model policies declare it with a class
+    attribute ``text_only = True``; scripted ones read the game state (an oracle can answer
+    two deals that read the same differently), and a policy that says nothing is assumed to.
+    A greedy reply of such a policy holds for every identical prompt."""
+    return getattr(policy, "text_only", False) is True
+
+
+def prompt_key(prompt: Prompt) -> tuple[str, str | None, str]:
+    """What a text-only policy reads of a prompt (``reads_text_only``): two prompts with the
+    same key get the same greedy reply."""
+    return (prompt.text, prompt.system, prompt.prefix)
+
+
+def distinct_prompts(prompts: Sequence[Prompt]) -> tuple[list[Prompt], list[int]]:
+    """The first of each group of identical prompts (``prompt_key``), and for every prompt the
+    index of its group's among them."""
+    asked: list[Prompt] = []
+    slot: list[int] = []
+    index: dict[tuple[str, str | None, str], int] = {}
+    for prompt in prompts:
+        key = prompt_key(prompt)
+        if key not in index:
+            index[key] = len(asked)
+            asked.append(prompt)
+        slot.append(index[key])
+    return asked, slot

@@ -66,6 +66,8 @@ class HFPolicy:
         name: Policy name used in logs and records (default: the model name).
     """
 
+    text_only = True  # replies depend on the prompt, never on its env (agents.base.reads_text_only)
+
     def __init__(
         self,
         model: str = DEFAULT_MODEL,

@@ -186,6 +186,8 @@ class VLLMPolicy:
         settings: Engine settings.
     """
 
+    text_only = True  # replies depend on the prompt, never on its env (agents.base.reads_text_only)
+
     def __init__(
         self,
         model: str = DEFAULT_MODEL,

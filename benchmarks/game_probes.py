@@ -42,8 +42,7 @@ from typing import Any
 
 import numpy as np
 
-from agents.base import Prompt, SamplingParams
-from agents.scripted import EnvMethodPolicy, RandomPolicy
+from agents.base import SamplingParams, distinct_prompts, reads_text_only
 from agents.team import Team
 from envs.games.everyone_contributes import game as public_goods
 from envs.games.kuhn_poker import game as kuhn
@@ -58,31 +57,6 @@ __all__ = [
     "alfworld_metrics",
     "webshop_metrics",
 ]
-
-
-def _distinct_greedy(
-    prompts: Sequence[Prompt], policy: Any, sampling: SamplingParams | None
-) -> tuple[list[Prompt], list[int]]:
-    """The prompts to ask, and for each of ``prompts`` the index of its reply among them.
-
-    A model's greedy reply depends on the prompt alone, and an information set reads the same
-    in every task (the deal only fixes the other player's card), so each distinct prompt is
-    asked once: 12 prompts instead of 12 per task (with 256 test tasks the default model was
-    still at it after 40 minutes on a 2-core CPU). A scripted policy reads the game state
-    behind the text (the oracle mixes per deal) and sampling draws anew per prompt: those are
-    asked per task."""
-    if sampling is None or not sampling.greedy or isinstance(policy, (EnvMethodPolicy, RandomPolicy)):
-        return list(prompts), list(range(len(prompts)))
-    asked: list[Prompt] = []
-    slot: list[int] = []
-    index: dict[tuple[str, str | None, str], int] = {}
-    for prompt in prompts:
-        key = (prompt.text, prompt.system, prompt.prefix)
-        if key not in index:
-            index[key] = len(asked)
-            asked.append(prompt)
-        slot.append(index[key])
-    return asked, slot
 
 
 def kuhn_policy_table(
@@ -104,7 +78,14 @@ def kuhn_policy_table(
             state.set_information_set(seat, infoset)
             states.append((infoset, state))
     prompts = [team.prompt_for(state, seat) for _, state in states]
-    asked, slot = _distinct_greedy(prompts, binding.policy, sampling)
+    # A greedy model answers an information set alike in every task (its prompt does not show
+    # the deal), so each distinct prompt is asked once: 12 prompts instead of 12 per task (256
+    # test tasks kept the default model busy for over 40 minutes on 2 cores). Sampled replies and
+    # scripted policies (they read the deal: the oracle mixes per deal) are asked per task.
+    if sampling is not None and sampling.greedy and reads_text_only(binding.policy):
+        asked, slot = distinct_prompts(prompts)
+    else:
+        asked, slot = prompts, list(range(len(prompts)))
     replies_of = binding.policy.generate(
         asked, num_samples=samples, sampling=sampling, adapter=binding.adapter
     )

@@ -41,7 +41,7 @@ from typing import Any
 import numpy as np
 
 import envs
-from agents.base import Generation, SamplingParams
+from agents.base import Generation, SamplingParams, distinct_prompts, prompt_key, reads_text_only
 from agents.team import Team
 from envs.core import role_of
 from envs.sandbox.memo import prefetch
@@ -132,11 +132,17 @@ def _generate_for(
     sampling: SamplingParams,
     clock: _Clock,
     role_sampling: Mapping[str, SamplingParams] | None = None,
+    greedy_replies: dict[tuple, dict[tuple, list[Generation]]] | None = None,
 ) -> dict[int, list[Generation]]:
     """Sample ``num_samples`` responses for the acting agent of every path, one
     ``generate`` call per (policy, adapter, sampling) triple (``role_sampling`` gives some roles
     their own), each prompt with a seed from its path's stream. Returns path position ->
-    generations."""
+    generations.
+
+    ``greedy_replies``: a model's greedy replies so far in this rollout (its weights do not
+    change within one), by prompt; a prompt met again, in another task or an earlier turn, is
+    not asked again (an evaluation's games reach the same positions over and over: Kuhn
+    poker's every deal shows one of a few hundred prompts). None: every prompt is asked."""
     role_sampling = role_sampling or {}
     by_binding: dict[tuple[int, str | None, SamplingParams], list[int]] = defaultdict(list)
     for position, path in enumerate(paths):
@@ -145,7 +151,8 @@ def _generate_for(
         params = role_sampling.get(role_of(agent), sampling)
         by_binding[(id(binding.policy), binding.adapter, params)].append(position)
     out: dict[int, list[Generation]] = {}
-    for (_, _, sampling), positions in by_binding.items():
+    for group_key, positions in by_binding.items():
+        sampling = group_key[2]
         binding = team.binding(paths[positions[0]].env.agent_selection)
         prompts = [
             dataclasses.replace(
@@ -154,13 +161,25 @@ def _generate_for(
             )
             for p in positions
         ]
+        keys = [prompt_key(prompt) for prompt in prompts]
+        known = None
+        if greedy_replies is not None and sampling.greedy and reads_text_only(binding.policy):
+            known = greedy_replies.setdefault(group_key, {})
+            asked, _ = distinct_prompts([p for p, key in zip(prompts, keys, strict=True) if key not in known])
+        else:
+            asked = prompts
         started = time.perf_counter()
-        groups = binding.policy.generate(
-            prompts, num_samples=num_samples, sampling=sampling, adapter=binding.adapter
-        )
+        groups = []
+        if asked:
+            groups = binding.policy.generate(
+                asked, num_samples=num_samples, sampling=sampling, adapter=binding.adapter
+            )
+            clock.generate_calls += 1
         clock.generate_seconds += time.perf_counter() - started
-        clock.generate_calls += 1
         clock.generated_tokens += sum(len(g.token_ids) for group in groups for g in group)
+        if known is not None:
+            known.update({prompt_key(p): group for p, group in zip(asked, groups, strict=True)})
+            groups = [known[key] for key in keys]
         for position, group in zip(positions, groups, strict=True):
             out[position] = group
     return out
@@ -363,8 +382,9 @@ def plain_rollout(
         raise ValueError(f"episodes_per_task must be an int >= 1, got {episodes_per_task!r}")
     clock = _Clock()
     paths = _start_paths(tasks, episodes_per_task, team, env_kwargs, seed)
+    greedy_replies: dict[tuple, dict[tuple, list[Generation]]] = {}
     while live := [path for path in paths if not path.done]:
-        generations = _generate_for(live, team, 1, sampling, clock, role_sampling)
+        generations = _generate_for(live, team, 1, sampling, clock, role_sampling, greedy_replies)
         _prefetch_programs(live, generations, team, clock)
         for position, path in enumerate(live):
             node = _node(path, team)

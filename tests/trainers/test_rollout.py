@@ -470,3 +470,28 @@ def test_per_role_reply_length_bounds_a_real_model_s_samples():
     )  # fmt: skip
     longest = {role: max(len(t.token_ids) for t in batch.samples if t.role == role) for role in env.roles}
     assert longest["executor"] <= 2 < longest["planner"] <= 8
+
+
+class TextOnlyCounting(CountingPolicy):
+    text_only = True  # what model policies declare (agents.base.reads_text_only)
+
+
+def test_a_greedy_model_is_asked_each_distinct_prompt_once_per_plain_rollout():
+    """Greedy replies depend on the prompt alone: a prompt met again (another deal, a later
+    turn) reuses the reply, and the episodes are those of asking every prompt."""
+    model, greedy = HFPolicy("tiny-test"), SamplingParams(temperature=0.0, max_new_tokens=4)
+
+    def run(policy, sampling):
+        team = Team.shared(envs.make("kuhn_poker"), policy)
+        return plain_rollout(tasks("kuhn_poker-v0", 8), team, episodes_per_task=1, sampling=sampling, seed=3)
+
+    every, once = CountingPolicy(model), TextOnlyCounting(model)
+    asked_all, reused = run(every, greedy), run(once, greedy)
+    assert sum(n for n, _ in every.calls) == len(asked_all.samples)
+    distinct = {turn.prompt for turn in reused.samples}
+    assert sum(n for n, _ in once.calls) == len(distinct) < len(reused.samples)  # Kuhn's deals repeat
+    assert_same_turns(asked_all.samples, reused.samples)
+    assert reused.stats["generated_tokens"] < asked_all.stats["generated_tokens"]  # what was generated
+    once.calls.clear()
+    sampled = run(once, SamplingParams(temperature=1.0, max_new_tokens=4))
+    assert sum(n for n, _ in once.calls) == len(sampled.samples)  # sampling draws for every prompt

@@ -230,6 +230,8 @@ class RemotePolicy:
     constructor arguments would have to outlive it in Ray's object store). Prompts travel
     without their env (model policies never read it)."""
 
+    text_only = True  # replies depend on the prompt, never on its env (agents.base.reads_text_only)
+
     def __init__(self, name: str, engine: Any, adapter_names: Sequence[str] = (), version: int = 0) -> None:
         self.name = name
         self._engine = engine
