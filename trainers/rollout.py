@@ -41,12 +41,13 @@ from typing import Any
 import numpy as np
 
 import envs
-from agents.base import Generation, SamplingParams, distinct_prompts, prompt_key, reads_text_only
+from agents.base import Generation, SamplingParams
 from agents.team import Team
 from envs.core import role_of
 from envs.sandbox.memo import prefetch
 from envs.splits import is_validation_seed
 from trainers.env_setup import make_task_env
+from trainers.greedy_replies import GreedyReplies
 from trainers.records import Episode, RolloutBatch, TaskKey, Turn
 
 __all__ = [
@@ -132,17 +133,15 @@ def _generate_for(
     sampling: SamplingParams,
     clock: _Clock,
     role_sampling: Mapping[str, SamplingParams] | None = None,
-    greedy_replies: dict[tuple, dict[tuple, list[Generation]]] | None = None,
+    greedy_replies: GreedyReplies | None = None,
 ) -> dict[int, list[Generation]]:
     """Sample ``num_samples`` responses for the acting agent of every path, one
     ``generate`` call per (policy, adapter, sampling) triple (``role_sampling`` gives some roles
     their own), each prompt with a seed from its path's stream. Returns path position ->
     generations.
 
-    ``greedy_replies``: a model's greedy replies so far in this rollout (its weights do not
-    change within one), by prompt; a prompt met again, in another task or an earlier turn, is
-    not asked again (an evaluation's games reach the same positions over and over: Kuhn
-    poker's every deal shows one of a few hundred prompts). None: every prompt is asked."""
+    ``greedy_replies``: greedy replies so far in this rollout; a prompt answered before is not
+    asked again (``trainers.greedy_replies``). None: every prompt is asked."""
     role_sampling = role_sampling or {}
     by_binding: dict[tuple[int, str | None, SamplingParams], list[int]] = defaultdict(list)
     for position, path in enumerate(paths):
@@ -161,13 +160,8 @@ def _generate_for(
             )
             for p in positions
         ]
-        keys = [prompt_key(prompt) for prompt in prompts]
-        known = None
-        if greedy_replies is not None and sampling.greedy and reads_text_only(binding.policy):
-            known = greedy_replies.setdefault(group_key, {})
-            asked, _ = distinct_prompts([p for p, key in zip(prompts, keys, strict=True) if key not in known])
-        else:
-            asked = prompts
+        reuse = greedy_replies is not None and GreedyReplies.applies_to(binding.policy, sampling)
+        asked = greedy_replies.unanswered(group_key, prompts) if reuse else prompts
         started = time.perf_counter()
         groups = []
         if asked:
@@ -177,9 +171,8 @@ def _generate_for(
             clock.generate_calls += 1
         clock.generate_seconds += time.perf_counter() - started
         clock.generated_tokens += sum(len(g.token_ids) for group in groups for g in group)
-        if known is not None:
-            known.update({prompt_key(p): group for p, group in zip(asked, groups, strict=True)})
-            groups = [known[key] for key in keys]
+        if reuse:
+            groups = greedy_replies.replies(group_key, asked, groups, prompts)
         for position, group in zip(positions, groups, strict=True):
             out[position] = group
     return out
@@ -382,7 +375,7 @@ def plain_rollout(
         raise ValueError(f"episodes_per_task must be an int >= 1, got {episodes_per_task!r}")
     clock = _Clock()
     paths = _start_paths(tasks, episodes_per_task, team, env_kwargs, seed)
-    greedy_replies: dict[tuple, dict[tuple, list[Generation]]] = {}
+    greedy_replies = GreedyReplies()
     while live := [path for path in paths if not path.done]:
         generations = _generate_for(live, team, 1, sampling, clock, role_sampling, greedy_replies)
         _prefetch_programs(live, generations, team, clock)
