@@ -333,6 +333,11 @@ class MemoryGuard:
                 f"{r.rss_start_mb:5.0f}->{r.rss_end_mb:<5.0f} MB | {r.seconds:6.1f} s ({r.waited_s:5.1f}) | "
                 f"{r.module} [{r.worker}]"
             )
+        # Where CI's minutes go (its test run has a 30-minute budget): the longest modules.
+        terminalreporter.section("time per test module (top 15 by seconds)", sep="-")
+        for r in sorted(records, key=lambda r: r.seconds, reverse=True)[:15]:
+            write(f"{r.seconds:7.1f} s | {r.module} [{r.worker}]")
+        write(f"all {len(records)} modules: {sum(r.seconds for r in records) / 60:.1f} minutes summed")
         waited = sum(r.waited_s for r in records)
         write(
             f"whole run: peak PSS of the process tree {self.sampler.run_peak_tree / MB:.0f} MB, "

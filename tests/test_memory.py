@@ -53,6 +53,8 @@ def test_a_module_that_keeps_memory_or_outgrows_its_declaration_fails_a_guarded_
     record = ModuleMemory(**json.loads(line))
     assert record.kept_mb > 250 and record.peak_tree_mb >= record.rss_end_mb
     assert "whole run: peak PSS of the process tree" in unguarded.stdout
+    assert "test_leaky.py [main]" in unguarded.stdout.split("time per test module")[1]  # its seconds
+    assert "all 1 modules:" in unguarded.stdout
 
 
 def test_findings_name_what_to_change():
