@@ -5,10 +5,14 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
+from tests.conftest import SUBPROCESS_TIMEOUT_S
 from trainers.runtime.machine_load import MACHINE_PREFIX, MachineLoad
+
+REPO = Path(__file__).resolve().parents[3]
 
 
 def _busy(seconds: float) -> None:
@@ -40,5 +44,8 @@ def test_a_sleeping_step_used_almost_no_cpu_of_its_own():
         "time.sleep(0.3)\n"
         "print(load.metrics()[MACHINE_PREFIX + 'process_cpu_share'])\n"
     )
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, check=True,
+        timeout=SUBPROCESS_TIMEOUT_S,
+    )  # fmt: skip
     assert float(out.stdout) < 0.05
