@@ -49,6 +49,7 @@ from envs.splits import is_validation_seed
 from trainers.env_setup import make_task_env
 from trainers.greedy_replies import GreedyReplies
 from trainers.records import Episode, RolloutBatch, TaskKey, Turn
+from trainers.rollout_clock import RolloutClock
 
 __all__ = [
     "tree_rollout",
@@ -92,32 +93,6 @@ class _Path:
         )
 
 
-class _Clock:
-    """Where a rollout's time goes: ``generate`` calls vs everything else (env steps,
-    clones, prompts), how many tokens were generated, and the sandbox runs prefetched for
-    envs whose turns run programs (their wall time is part of ``time/env``)."""
-
-    def __init__(self) -> None:
-        self.start = time.perf_counter()
-        self.generate_seconds = 0.0
-        self.generated_tokens = 0
-        self.generate_calls = 0
-        self.sandbox_seconds = 0.0
-        self.sandbox_runs = 0
-
-    def stats(self) -> dict[str, float]:
-        total = time.perf_counter() - self.start
-        return {
-            "time/generate": self.generate_seconds,
-            "time/env": max(0.0, total - self.generate_seconds),
-            "time/rollout": total,
-            "generated_tokens": float(self.generated_tokens),
-            "generate_calls": float(self.generate_calls),
-            "time/sandbox": self.sandbox_seconds,
-            "sandbox_runs": float(self.sandbox_runs),
-        }
-
-
 def path_rng(seed: int, task: TaskKey, index: int) -> np.random.Generator:
     """The random stream of path ``index`` of ``task`` in a rollout seeded ``seed``: its
     prompts' sampler seeds and its selection tie-breaks. A path's draws depend on nothing
@@ -131,7 +106,7 @@ def _generate_for(
     team: Team,
     num_samples: int,
     sampling: SamplingParams,
-    clock: _Clock,
+    clock: RolloutClock,
     role_sampling: Mapping[str, SamplingParams] | None = None,
     greedy_replies: GreedyReplies | None = None,
 ) -> dict[int, list[Generation]]:
@@ -179,7 +154,7 @@ def _generate_for(
 
 
 def _prefetch_programs(
-    paths: Sequence[_Path], generations: dict[int, list[Generation]], team: Team, clock: _Clock
+    paths: Sequence[_Path], generations: dict[int, list[Generation]], team: Team, clock: RolloutClock
 ) -> None:
     """Start, all at once, the sandbox runs this turn's responses will make (every candidate of
     every live task), for envs that say which (``sandbox_jobs(agent, replies)``, e.g. a planning
@@ -333,7 +308,7 @@ def tree_rollout(
         raise ValueError(f"num_candidates (K) must be an int >= 1, got {num_candidates!r}")
     if selection_temperature <= 0:
         raise ValueError(f"selection_temperature must be > 0, got {selection_temperature}")
-    clock = _Clock()
+    clock = RolloutClock()
     paths = _start_paths(tasks, 1, team, env_kwargs, seed)
     samples: list[Turn] = []
     while live := [path for path in paths if not path.done]:
@@ -373,7 +348,7 @@ def plain_rollout(
     ``tree_rollout``."""
     if not isinstance(episodes_per_task, int) or episodes_per_task < 1:
         raise ValueError(f"episodes_per_task must be an int >= 1, got {episodes_per_task!r}")
-    clock = _Clock()
+    clock = RolloutClock()
     paths = _start_paths(tasks, episodes_per_task, team, env_kwargs, seed)
     greedy_replies = GreedyReplies()
     while live := [path for path in paths if not path.done]:
